@@ -1,0 +1,560 @@
+/**
+ * The base class every LLMix environment extends. It owns the lifecycle and everything that must be
+ * the same in every environment, so an environment author writes only the world, the tools, the
+ * message handling and the verifier:
+ *
+ * - `reset(taskId, seed)` parses the id, generates the task (a pure function of the id), derives the
+ *   episode's streams from `(env, taskId, seed)` and builds the world.
+ * - `step(action)` validates the action, runs tool calls through the middleware, applies process
+ *   reward components, truncates at `maxSteps`, and scores the outcome once the episode ends.
+ *   `reward` is always the sum of `rewardComponents`; every declared component appears in every step.
+ * - `step` before `reset`, or after the episode ended, throws a LifecycleError.
+ * - `snapshot()` captures everything (world, RNG streams, clock, step, call log); `restore()` continues
+ *   from it byte-for-byte, in this instance or any other.
+ *
+ * Subclasses take `(options?: EnvironmentOptions)` as their constructor, so the base can build a fresh
+ * peer to replay the reference solution (for state-difference verifiers).
+ */
+import { z } from "zod";
+import type {
+  Action,
+  AgentEnvironment,
+  Observation,
+  RewardComponents,
+  StepResult,
+  ToolResult,
+  ToolSpec,
+} from "./contract.js";
+import { LifecycleError, LlmixError, ValidationError } from "./errors.js";
+import { cloneJson, type JsonValue } from "./json.js";
+import { Rng, type RngState } from "./rng.js";
+import { VirtualClock, type ClockState } from "./clock.js";
+import { getDefaultTokenizer, type Tokenizer } from "./tokenizer.js";
+import { formatIssues } from "./validation.js";
+import type { Policy } from "./policy.js";
+import { runPolicy } from "./run-policy.js";
+import type { AnyTool, ToolContext } from "../tools/define.js";
+import { runToolCall } from "../tools/runner.js";
+import type { ToolOverrides } from "../tools/profile.js";
+import type { Sandbox } from "../sandboxes/sandbox.js";
+import { generateTask, type TaskGenerator } from "../tasks/generator.js";
+import type { TaskId } from "../tasks/task-id.js";
+import type { VerifierResult } from "../rewards/verifier.js";
+
+/** Penalties applied by the base on every step. Values are rewards (<= 0). */
+export interface ProcessRewardWeights {
+  /** Added when an action or tool call is invalid. */
+  invalidCall: number;
+  /** Added when a tool call is denied by a permission. */
+  deniedCall: number;
+  /** Added on every step. */
+  stepCost: number;
+  /** Multiplies a call's cost into the (negative) `tool_cost` component. */
+  toolCostWeight: number;
+}
+
+export const DEFAULT_PROCESS_REWARDS: ProcessRewardWeights = {
+  invalidCall: -0.1,
+  deniedCall: -0.1,
+  stepCost: -0.01,
+  toolCostWeight: 1,
+};
+
+/** Per-step bounds of one reward component, as declared by the environment. */
+export interface ComponentBounds {
+  min: number;
+  max: number;
+  description: string;
+}
+
+/** Static facts about an environment: its id, semantic version and reward design. */
+export interface EnvironmentInfo {
+  id: string;
+  version: string;
+  description: string;
+  /** Steps after which an episode is truncated. */
+  maxSteps: number;
+  /** Highest cost one tool call can have (bounds `tool_cost`). Default 1. */
+  maxToolCost?: number;
+  /** Environment-specific components beyond the standard ones, e.g. `policy_violation`. */
+  components?: Record<string, ComponentBounds>;
+  processRewards?: Partial<ProcessRewardWeights>;
+}
+
+/** Options every environment constructor accepts. */
+export interface EnvironmentOptions {
+  /** Override the environment's `maxSteps`. */
+  maxSteps?: number;
+  /** Tokenizer for observation token counts. Default: the process default (o200k_base). */
+  tokenizer?: Tokenizer;
+  /** Real sleep per virtual millisecond of tool latency (0 = none). */
+  realLatencyScale?: number;
+  /** Override process reward weights. */
+  processRewards?: Partial<ProcessRewardWeights>;
+  /** When false, the outcome is not scored (used for the reference replay itself). Default true. */
+  scoring?: boolean;
+}
+
+/** One tool call as the episode logged it; verifiers read this for process checks (order of calls). */
+export interface CallRecord {
+  step: number;
+  tool: string;
+  args: JsonValue;
+  status: ToolResult["status"];
+  /** Virtual time when the call finished. */
+  at: number;
+}
+
+/** The state every snapshot carries. `world` is the environment's own part. */
+export interface EnvironmentSnapshot {
+  format: "llmix.snapshot/1";
+  env: string;
+  version: string;
+  task_id: string;
+  seed: number;
+  step: number;
+  status: "running" | "terminated" | "truncated";
+  end_reason: string | null;
+  clock: ClockState;
+  rng: { world: RngState; tools: RngState };
+  calls: CallRecord[];
+  messages: string[];
+  world: JsonValue;
+}
+
+/** What environment hooks see of the running episode. */
+export interface Episode<Task, World> {
+  id: TaskId;
+  seed: number;
+  task: Task;
+  world: World;
+  /** The world stream: use it for all episode dynamics. */
+  rng: Rng;
+  clock: VirtualClock;
+  step: number;
+  /** Every tool call so far. */
+  calls: readonly CallRecord[];
+  /** Every message the agent sent so far. */
+  messages: readonly string[];
+  endReason: string | null;
+}
+
+/** How a message action was handled. */
+export interface MessageOutcome {
+  rendered: string;
+  /** End the episode (terminated) with this reason. */
+  end?: string;
+  /** Extra process components for this step (must be declared). */
+  components?: RewardComponents;
+}
+
+/** The `source` an observation reports: what produced its text. */
+export type ObservationSource = "task" | "tool" | "user" | "error";
+
+const ActionSchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("tool_call"),
+    tool: z.string().min(1).max(128),
+    args: z.record(z.string(), z.unknown()),
+    call_id: z.string().max(256).optional(),
+  }),
+  z.object({ type: z.literal("message"), content: z.string().max(200_000) }),
+]);
+
+const SnapshotSchema = z.object({
+  format: z.literal("llmix.snapshot/1"),
+  env: z.string(),
+  version: z.string(),
+  task_id: z.string(),
+  seed: z.number().int(),
+  step: z.number().int().min(0),
+  status: z.enum(["running", "terminated", "truncated"]),
+  end_reason: z.string().nullable(),
+  clock: z.object({ nowMs: z.number() }),
+  rng: z.object({ world: z.any(), tools: z.any() }),
+  calls: z.array(z.any()),
+  messages: z.array(z.string()),
+  world: z.any(),
+});
+
+interface RunningEpisode<Task, World> extends Episode<Task, World> {
+  toolRng: Rng;
+  status: EnvironmentSnapshot["status"];
+  calls: CallRecord[];
+  messages: string[];
+}
+
+/** Check a seed argument: integers in the unsigned 32-bit range keep every client (Python, JSON) exact. */
+export function assertSeed(seed: unknown): asserts seed is number {
+  if (typeof seed !== "number" || !Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new ValidationError("invalid_argument", `seed must be an integer in [0, 4294967295], got ${String(seed)}`);
+  }
+}
+
+/** The base environment. `Task` is the generated task spec (JSON); `World` the live world state. */
+export abstract class BaseEnvironment<Task = unknown, World = unknown>
+  implements AgentEnvironment<EnvironmentSnapshot, Observation, Action>
+{
+  /** Id, version, step budget and reward design. */
+  abstract readonly info: EnvironmentInfo;
+  /** Turns task ids into tasks. */
+  abstract readonly tasks: TaskGenerator<Task>;
+
+  /** Build the world for a task. Draw randomness only from `episode.rng`, time only from `episode.clock`. */
+  protected abstract createWorld(episode: Omit<Episode<Task, never>, "world">): World | Promise<World>;
+  /** The first observation's text: the task as the agent sees it. */
+  protected abstract describeTask(episode: Episode<Task, World>): string;
+  /** The tools of this episode (may depend on the task). */
+  protected abstract toolset(episode: Episode<Task, World>): readonly AnyTool<World, Task>[];
+  /** Score the episode once it ended (terminated or truncated). Score 1 means the task was solved. */
+  protected abstract evaluate(episode: Episode<Task, World>): VerifierResult | Promise<VerifierResult>;
+  /** The world's full state as JSON. Anything left out here cannot be restored. */
+  protected abstract snapshotWorld(world: World): JsonValue;
+  /** Rebuild a world from `snapshotWorld` output. */
+  protected abstract restoreWorld(state: JsonValue, task: Task): World;
+
+  /** Handle a message action. Default: the message is the final answer and ends the episode. */
+  protected onMessage(_content: string, _episode: Episode<Task, World>): MessageOutcome | Promise<MessageOutcome> {
+    return { rendered: "Final answer recorded.", end: "final_answer" };
+  }
+  /** Permissions granted in this episode. Default: every permission the tools name. */
+  protected grants(episode: Episode<Task, World>): ReadonlySet<string> {
+    return new Set(this.toolset(episode).flatMap((t) => (t.permission ? [t.permission] : [])));
+  }
+  /** Per-task overrides of tool failure, latency and cost profiles. Default: none. */
+  protected toolOverrides(_episode: Episode<Task, World>): ToolOverrides {
+    return {};
+  }
+  /** Sandboxes whose access follows each tool's read/write effect. */
+  protected sandboxes(_world: World): readonly Sandbox[] {
+    return [];
+  }
+  /** Release the world's resources (database handles). */
+  protected disposeWorld(world: World): void {
+    for (const sandbox of this.sandboxes(world)) sandbox.close?.();
+  }
+  /** The virtual start time of an episode. Default: the fixed epoch. */
+  protected startTime(_task: Task): number | undefined {
+    return undefined;
+  }
+  /** Render a tool result as observation text. */
+  protected renderToolResult(tool: string, result: ToolResult): string {
+    if (result.status === "ok") {
+      return typeof result.output === "string" ? result.output : JSON.stringify(result.output, null, 2);
+    }
+    return `[${tool} ${result.status}] ${result.error?.message ?? String(result.output)}`;
+  }
+
+  /** The reference solver for the current episode (call after reset). Must solve every task. */
+  referenceSolver(): Policy {
+    throw new LlmixError("internal", `${this.info.id} declares no reference solver`);
+  }
+  /** Probe policies that try to score without doing the task (call after reset), by name. */
+  probes(): Record<string, Policy> {
+    return {};
+  }
+
+  protected readonly options: EnvironmentOptions;
+  private current: RunningEpisode<Task, World> | null = null;
+  private closed = false;
+  private readonly referenceCache = new Map<string, JsonValue>();
+
+  constructor(options: EnvironmentOptions = {}) {
+    this.options = options;
+  }
+
+  /** Steps after which an episode is truncated. */
+  get maxSteps(): number {
+    return this.options.maxSteps ?? this.info.maxSteps;
+  }
+
+  /** The process reward weights in force. */
+  get processRewards(): ProcessRewardWeights {
+    return { ...DEFAULT_PROCESS_REWARDS, ...this.info.processRewards, ...this.options.processRewards };
+  }
+
+  /** Every reward component with its per-step bounds: `task`, the standard process ones, then the env's own. */
+  componentBounds(): Record<string, ComponentBounds> {
+    const w = this.processRewards;
+    const maxCost = this.info.maxToolCost ?? 1;
+    return {
+      task: { min: 0, max: 1, description: "Outcome: the verifier's score, given on the last step." },
+      invalid_call: { min: Math.min(0, w.invalidCall), max: 0, description: "Malformed action, unknown tool or invalid arguments." },
+      denied_call: { min: Math.min(0, w.deniedCall), max: 0, description: "A tool call refused by a permission." },
+      tool_cost: { min: -maxCost * w.toolCostWeight, max: 0, description: "The cost of the tool call, negated." },
+      step_cost: { min: Math.min(0, w.stepCost), max: 0, description: "A constant cost per step." },
+      ...this.info.components,
+    };
+  }
+
+  /** The running episode, for subclasses (throws before reset). */
+  protected get episode(): Episode<Task, World> {
+    return this.require();
+  }
+
+  async reset(taskId: string, seed: number): Promise<Observation> {
+    this.assertOpen();
+    assertSeed(seed);
+    const { id, task } = generateTask(this.tasks, taskId);
+    const stream = Rng.fromKey(this.info.id, id.id, seed);
+    const partial = {
+      id,
+      seed,
+      task,
+      rng: stream.fork("world"),
+      clock: new VirtualClock(this.startTime(task)),
+      step: 0,
+      calls: [] as CallRecord[],
+      messages: [] as string[],
+      endReason: null,
+    };
+    const world = await this.createWorld(partial);
+    this.dispose();
+    this.current = { ...partial, world, toolRng: stream.fork("tools"), status: "running" };
+    return this.observe(this.describeTask(this.current), "task");
+  }
+
+  async step(action: Action): Promise<StepResult> {
+    const ep = this.require();
+    if (ep.status !== "running") {
+      throw new LifecycleError("episode_ended", `the episode already ${ep.status} (${ep.endReason ?? "no reason"}); call reset first`, {
+        status: ep.status,
+      });
+    }
+    ep.step += 1;
+    const weights = this.processRewards;
+    const components: RewardComponents = Object.fromEntries(Object.keys(this.componentBounds()).map((k) => [k, 0]));
+    components.step_cost = weights.stepCost;
+    const info: Record<string, unknown> = {};
+    let rendered: string;
+    let source: ObservationSource;
+
+    const parsed = ActionSchema.safeParse(action);
+    if (!parsed.success) {
+      components.invalid_call = weights.invalidCall;
+      rendered = `Invalid action: ${formatIssues(parsed.error, "action")}. An action is {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}.`;
+      info.error = { code: "invalid_action", message: rendered };
+      source = "error";
+    } else if (parsed.data.type === "tool_call") {
+      const call = parsed.data;
+      const result = await this.callTool(ep, call.tool, call.args, components);
+      if (call.call_id !== undefined) info.call_id = call.call_id;
+      info.tool_result = result;
+      if (result.status === "invalid") components.invalid_call = weights.invalidCall;
+      if (result.status === "denied") components.denied_call = weights.deniedCall;
+      components.tool_cost = -result.cost * weights.toolCostWeight;
+      rendered = this.renderToolResult(call.tool, result);
+      source = "tool";
+    } else {
+      ep.messages.push(parsed.data.content);
+      const outcome = await this.onMessage(parsed.data.content, ep);
+      this.addComponents(components, outcome.components);
+      if (outcome.end && ep.status === "running") this.end(ep, outcome.end);
+      rendered = outcome.rendered;
+      source = "user";
+    }
+
+    if (ep.status === "running" && ep.step >= this.maxSteps) {
+      ep.status = "truncated";
+      ep.endReason = "max_steps";
+    }
+    if (ep.status !== "running") {
+      info.end_reason = ep.endReason;
+      if (this.options.scoring !== false) {
+        const verdict = await this.score(ep);
+        components.task = verdict.score;
+        info.verdict = verdict;
+      }
+    }
+    const reward = this.sum(components);
+    const status = ep.status as EnvironmentSnapshot["status"];
+    return {
+      observation: this.observe(rendered, source),
+      reward,
+      rewardComponents: components,
+      terminated: status === "terminated",
+      truncated: status === "truncated",
+      info,
+    };
+  }
+
+  async snapshot(): Promise<EnvironmentSnapshot> {
+    const ep = this.require();
+    return {
+      format: "llmix.snapshot/1",
+      env: this.info.id,
+      version: this.info.version,
+      task_id: ep.id.id,
+      seed: ep.seed,
+      step: ep.step,
+      status: ep.status,
+      end_reason: ep.endReason,
+      clock: ep.clock.state(),
+      rng: { world: ep.rng.state(), tools: ep.toolRng.state() },
+      calls: cloneJson(ep.calls),
+      messages: [...ep.messages],
+      world: this.snapshotWorld(ep.world),
+    };
+  }
+
+  async restore(state: EnvironmentSnapshot): Promise<void> {
+    this.assertOpen();
+    const parsed = SnapshotSchema.safeParse(state);
+    if (!parsed.success) throw new ValidationError("invalid_snapshot", `invalid snapshot: ${formatIssues(parsed.error, "snapshot")}`);
+    const snap = parsed.data as EnvironmentSnapshot;
+    if (snap.env !== this.info.id || snap.version !== this.info.version) {
+      throw new ValidationError(
+        "invalid_snapshot",
+        `snapshot is of ${snap.env}@${snap.version}; this environment is ${this.info.id}@${this.info.version}`,
+      );
+    }
+    assertSeed(snap.seed);
+    const { id, task } = generateTask(this.tasks, snap.task_id);
+    let world: World;
+    try {
+      world = this.restoreWorld(cloneJson(snap.world), task);
+    } catch (error) {
+      if (error instanceof LlmixError) throw error;
+      throw new ValidationError("invalid_snapshot", `snapshot world cannot be restored: ${(error as Error).message}`);
+    }
+    const episode: RunningEpisode<Task, World> = {
+      id,
+      seed: snap.seed,
+      task,
+      world,
+      rng: Rng.fromState(snap.rng.world),
+      toolRng: Rng.fromState(snap.rng.tools),
+      clock: VirtualClock.fromState(snap.clock),
+      step: snap.step,
+      status: snap.status,
+      endReason: snap.end_reason,
+      calls: cloneJson(snap.calls),
+      messages: [...snap.messages],
+    };
+    this.dispose();
+    this.current = episode;
+  }
+
+  tools(): ToolSpec[] {
+    return this.toolset(this.require()).map((t) => t.spec());
+  }
+
+  /** The declared tools of the current episode (OpenAI / MCP forms come from these). */
+  toolDefinitions(): readonly AnyTool<World, Task>[] {
+    return this.toolset(this.require());
+  }
+
+  async close(): Promise<void> {
+    this.dispose();
+    this.closed = true;
+  }
+
+  /**
+   * The world state the reference solver reaches on a fresh copy of this episode's task and seed,
+   * as `snapshotWorld` JSON. State-difference verifiers compare the episode's final world against it.
+   */
+  protected async referenceWorld(): Promise<JsonValue> {
+    const ep = this.require();
+    const key = `${ep.id.id}|${ep.seed}`;
+    const cached = this.referenceCache.get(key);
+    if (cached !== undefined) return cloneJson(cached);
+    const Peer = this.constructor as new (options: EnvironmentOptions) => BaseEnvironment<Task, World>;
+    const peer = new Peer({ ...this.options, scoring: false });
+    try {
+      const initial = await peer.reset(ep.id.id, ep.seed);
+      await runPolicy(peer, peer.referenceSolver(), { maxSteps: peer.maxSteps, initial });
+      const state = peer.snapshotWorld(peer.require().world);
+      if (this.referenceCache.size >= 32) this.referenceCache.delete(this.referenceCache.keys().next().value as string);
+      this.referenceCache.set(key, state);
+      return cloneJson(state);
+    } finally {
+      await peer.close();
+    }
+  }
+
+  private async callTool(
+    ep: RunningEpisode<Task, World>,
+    name: string,
+    args: Record<string, unknown>,
+    components: RewardComponents,
+  ): Promise<ToolResult> {
+    const tools = new Map(this.toolset(ep).map((t) => [t.name, t] as const));
+    const ctx: ToolContext<World, Task> = {
+      world: ep.world,
+      task: ep.task,
+      rng: ep.rng,
+      clock: ep.clock,
+      step: ep.step,
+      grants: this.grants(ep),
+      end: (reason) => this.end(ep, reason),
+      reward: (component, value) => this.addComponents(components, { [component]: value }),
+    };
+    const result = await runToolCall(name, args, {
+      tools,
+      ctx: ctx as ToolContext<unknown, unknown>,
+      rng: ep.toolRng,
+      clock: ep.clock,
+      overrides: this.toolOverrides(ep),
+      sandboxes: this.sandboxes(ep.world),
+      realLatencyScale: this.options.realLatencyScale,
+    });
+    ep.calls.push({ step: ep.step, tool: name, args: toJson(args), status: result.status, at: ep.clock.now() });
+    return result;
+  }
+
+  private addComponents(target: RewardComponents, extra: RewardComponents | undefined): void {
+    for (const [name, value] of Object.entries(extra ?? {})) {
+      if (!(name in target) || name === "task") {
+        throw new LlmixError("internal", `${this.info.id} emitted undeclared reward component "${name}"`);
+      }
+      target[name] = (target[name] ?? 0) + value;
+    }
+  }
+
+  private async score(ep: RunningEpisode<Task, World>): Promise<VerifierResult> {
+    const verdict = await this.evaluate(ep);
+    if (!Number.isFinite(verdict.score) || verdict.score < 0 || verdict.score > 1) {
+      throw new LlmixError("verifier_failed", `${this.info.id} verifier returned score ${verdict.score}; scores lie in [0, 1]`);
+    }
+    return verdict;
+  }
+
+  private sum(components: RewardComponents): number {
+    let total = 0;
+    for (const [name, value] of Object.entries(components)) {
+      if (!Number.isFinite(value)) throw new LlmixError("internal", `reward component "${name}" is ${value}`);
+      total += value;
+    }
+    return total;
+  }
+
+  private end(ep: RunningEpisode<Task, World>, reason: string): void {
+    if (ep.status !== "running") return;
+    ep.status = "terminated";
+    ep.endReason = reason;
+  }
+
+  private observe(rendered: string, source: ObservationSource): Observation {
+    const tokenizer = this.options.tokenizer ?? getDefaultTokenizer();
+    return { rendered, tokens: tokenizer.count(rendered), source };
+  }
+
+  private require(): RunningEpisode<Task, World> {
+    this.assertOpen();
+    if (!this.current) throw new LifecycleError("episode_not_started", "no episode: call reset(taskId, seed) first");
+    return this.current;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new LifecycleError("environment_closed", `this ${this.info.id} instance was closed`);
+  }
+
+  private dispose(): void {
+    if (this.current) this.disposeWorld(this.current.world);
+    this.current = null;
+  }
+}
+
+function toJson(value: unknown): JsonValue {
+  return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+}

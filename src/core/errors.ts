@@ -1,0 +1,126 @@
+/**
+ * Typed errors with stable codes. The library, the service and the CLI all report failures through
+ * these classes, so a code seen in a log, an HTTP body or a CLI message means the same thing everywhere.
+ */
+
+/** Every stable error code LLMix emits. Codes are part of the public contract: never rename one. */
+export const ERROR_CODES = {
+  invalid_action: "The action is not a valid tool_call or message action.",
+  invalid_argument: "An argument failed validation.",
+  episode_not_started: "step/snapshot was called before reset.",
+  episode_ended: "step was called after the episode terminated or was truncated.",
+  environment_closed: "The environment instance was closed.",
+  unknown_env: "No environment with this id is registered.",
+  duplicate_env: "An environment with this id and version is already registered.",
+  invalid_task_id: "The task id is malformed or names an unknown family, difficulty or split.",
+  invalid_snapshot: "The snapshot cannot be restored into this environment.",
+  invalid_version: "A version string is not a semantic version.",
+  unknown_tool: "The tool is not defined in this episode.",
+  tool_crashed: "A tool handler threw an unexpected exception.",
+  tool_failed: "A tool reported a domain error.",
+  path_escape: "A path leaves the sandbox root.",
+  invalid_path: "A path is malformed.",
+  not_found: "A file, directory or record does not exist.",
+  already_exists: "A file or directory already exists.",
+  not_a_directory: "A path component is not a directory.",
+  is_a_directory: "A file operation was given a directory.",
+  directory_not_empty: "A directory is not empty.",
+  permission_denied: "The sandbox refused access to a path or resource.",
+  read_only: "A write was attempted through read-only access.",
+  size_limit: "A sandbox size limit was exceeded.",
+  forbidden_statement: "A SQL statement that could reach outside the sandbox was refused.",
+  sql_error: "A SQL statement failed.",
+  module_load_failed: "A user environment module could not be loaded.",
+  invalid_config: "A configuration value is invalid.",
+  verifier_failed: "A verifier could not score the episode.",
+  internal: "An unexpected internal error.",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Base class of every LLMix error: a stable `code`, a human message and JSON-safe `details`. */
+export class LlmixError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.details = details;
+  }
+
+  /** The wire form used by the service and `--json` CLI output. */
+  toJSON(): { code: ErrorCode; message: string; details: Record<string, unknown> } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/** The action handed to `step` is not a valid action. */
+export class InvalidActionError extends LlmixError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("invalid_action", message, details);
+  }
+}
+
+/** A call violates the episode lifecycle (step before reset, step after the end). */
+export class LifecycleError extends LlmixError {
+  constructor(code: "episode_not_started" | "episode_ended" | "environment_closed", message: string, details: Record<string, unknown> = {}) {
+    super(code, message, details);
+  }
+}
+
+/** Arguments, ids, versions, snapshots or configuration failed validation. */
+export class ValidationError extends LlmixError {
+  constructor(
+    code: "invalid_argument" | "invalid_task_id" | "invalid_snapshot" | "invalid_version" | "invalid_config",
+    message: string,
+    details: Record<string, unknown> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+/** Lookup of an environment or tool that does not exist. */
+export class NotFoundError extends LlmixError {
+  constructor(code: "unknown_env" | "unknown_tool", message: string, details: Record<string, unknown> = {}) {
+    super(code, message, details);
+  }
+}
+
+/** Errors raised by sandboxes (file system, terminal, database). Their messages are agent-facing. */
+export class SandboxError extends LlmixError {
+  constructor(
+    code:
+      | "path_escape"
+      | "invalid_path"
+      | "not_found"
+      | "already_exists"
+      | "not_a_directory"
+      | "is_a_directory"
+      | "directory_not_empty"
+      | "permission_denied"
+      | "read_only"
+      | "size_limit"
+      | "forbidden_statement"
+      | "sql_error",
+    message: string,
+    details: Record<string, unknown> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+/** A tool handler signals a domain failure (e.g. "customer not found"); the call ends with status `error`. */
+export class ToolError extends LlmixError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("tool_failed", message, details);
+  }
+}
+
+/** Turns anything thrown into an LlmixError, keeping typed errors as they are. */
+export function toLlmixError(error: unknown): LlmixError {
+  if (error instanceof LlmixError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new LlmixError("internal", message);
+}

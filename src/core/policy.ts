@@ -1,0 +1,27 @@
+import type { Action, Observation, StepResult, ToolSpec } from "./contract.js";
+
+/** What a policy sees before choosing its next action. */
+export interface PolicyTurn {
+  /** 1-based index of the step about to be taken. */
+  step: number;
+  /** The latest observation (the reset observation on the first turn). */
+  observation: Observation;
+  /** Tools valid in this episode. */
+  tools: readonly ToolSpec[];
+  /** Earlier actions and what they produced, oldest first. */
+  history: ReadonlyArray<{ action: Action; result: StepResult }>;
+}
+
+/** Extra data a policy attaches to its action (kept in the trajectory record's `policy` field). */
+export interface PolicyData {
+  prompt_token_ids?: number[];
+  completion_token_ids?: number[];
+  logprobs?: number[];
+  model?: string;
+}
+
+/** A policy maps the episode so far to the next action. Instances are per episode (they may keep state). */
+export interface Policy {
+  readonly name: string;
+  act(turn: PolicyTurn): Action | Promise<Action>;
+}

@@ -1,0 +1,57 @@
+import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "./contract.js";
+import type { JsonValue } from "./json.js";
+import type { PolicyData } from "./policy.js";
+
+/** Everything needed to write one step record. */
+export interface StepRecordInput {
+  episodeId: string;
+  taskId: string;
+  envVersion: string;
+  policyCheckpoint?: string | null;
+  step: number;
+  /** The observation the policy acted on. */
+  observation: Observation;
+  /** The action as the policy sent it (kept raw when it was not a valid action). */
+  action: unknown;
+  result: StepResult;
+  policy?: PolicyData;
+}
+
+/**
+ * The trajectory record of one step (DESIGN §1). `observation` is what the policy saw when it chose
+ * `action`; `tool_result`, `reward_components`, `terminated` and `truncated` are what the action caused.
+ */
+export function toStepRecord(input: StepRecordInput): TrajectoryStepRecord {
+  const { result } = input;
+  const record: TrajectoryStepRecord = {
+    episode_id: input.episodeId,
+    task_id: input.taskId,
+    env_version: input.envVersion,
+    policy_checkpoint: input.policyCheckpoint ?? null,
+    step: input.step,
+    observation: { rendered: input.observation.rendered, tokens: input.observation.tokens },
+    action: isAction(input.action) ? input.action : { type: "invalid", raw: toJson(input.action) },
+    tool_result: (result.info.tool_result as ToolResult | undefined) ?? null,
+    reward_components: { ...result.rewardComponents },
+    terminated: result.terminated,
+    truncated: result.truncated,
+    reward: result.reward,
+    info: result.info,
+  };
+  if (input.policy) record.policy = input.policy;
+  return record;
+}
+
+function isAction(value: unknown): value is Action {
+  if (!value || typeof value !== "object") return false;
+  const v = value as Record<string, unknown>;
+  return (v.type === "tool_call" && typeof v.tool === "string") || (v.type === "message" && typeof v.content === "string");
+}
+
+function toJson(value: unknown): JsonValue {
+  try {
+    return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,21 @@
+/** LLMix: agentic RL environments behind one contract. The public API. */
+export * from "./core/contract.js";
+export * from "./core/errors.js";
+export * from "./core/json.js";
+export * from "./core/rng.js";
+export * from "./core/clock.js";
+export * from "./core/tokenizer.js";
+export * from "./core/policy.js";
+export * from "./core/run-policy.js";
+export * from "./core/trajectory.js";
+export * from "./core/environment.js";
+export * from "./core/registry.js";
+export * from "./tools/define.js";
+export * from "./tools/profile.js";
+export * from "./tools/schema.js";
+export * from "./tools/runner.js";
+export * from "./tasks/task-id.js";
+export * from "./tasks/generator.js";
+export * from "./tasks/splits.js";
+export * from "./rewards/index.js";
+export type { Sandbox, AccessMode } from "./sandboxes/sandbox.js";

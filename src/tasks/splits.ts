@@ -1,0 +1,60 @@
+/**
+ * Train and eval splits, disjoint by construction: a task id's split is a pure function of the id, so
+ * no id can ever be in both. `llmix check` also confirms that no generated *content* is shared.
+ */
+import { createHash } from "node:crypto";
+import { ValidationError } from "../core/errors.js";
+import { Rng } from "../core/rng.js";
+import { formatTaskId, parseTaskId } from "./task-id.js";
+
+export const SPLITS = ["train", "eval"] as const;
+export type Split = (typeof SPLITS)[number];
+
+/** Share of ids that belong to the eval split. */
+export const EVAL_FRACTION = 0.1;
+
+/** The split a task id belongs to. */
+export function splitOf(taskId: string): Split {
+  const { id } = parseTaskId(taskId);
+  const bucket = createHash("sha256").update(`split\u241f${id}`).digest().readUInt32LE(0) / 0x100000000;
+  return bucket < EVAL_FRACTION ? "eval" : "train";
+}
+
+/** Parse a split name with a clear error. */
+export function parseSplit(raw: unknown): Split {
+  if (raw === "train" || raw === "eval") return raw;
+  throw new ValidationError("invalid_argument", `unknown split "${String(raw)}"; valid: ${SPLITS.join(", ")}`);
+}
+
+/** What to sample. */
+export interface SampleOptions {
+  family: string;
+  difficulties: readonly string[];
+  n: number;
+  split?: Split;
+  /** Sampling seed: the same options always give the same ids. */
+  seed?: number;
+}
+
+/**
+ * Sample n distinct task ids per the options, spread round-robin over the difficulties, in a stable
+ * order. Seeds in ids are drawn from [0, 2^31) so they do not cluster at seed-0..n.
+ */
+export function sampleTaskIds(options: SampleOptions): string[] {
+  const { family, difficulties, n, split, seed = 0 } = options;
+  if (!Number.isSafeInteger(n) || n < 0) throw new ValidationError("invalid_argument", `n must be an integer >= 0, got ${n}`);
+  if (difficulties.length === 0) throw new ValidationError("invalid_argument", "at least one difficulty is needed");
+  const rng = Rng.fromKey("sample", family, difficulties.join(","), split ?? "any", seed);
+  const ids: string[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; ids.length < n; i++) {
+    const difficulty = difficulties[i % difficulties.length] as string;
+    let id: string;
+    do {
+      id = formatTaskId(family, difficulty, rng.int(0, 0x7fffffff));
+    } while (seen.has(id) || (split !== undefined && splitOf(id) !== split));
+    seen.add(id);
+    ids.push(id);
+  }
+  return ids;
+}

@@ -1,0 +1,141 @@
+/**
+ * The tool-call middleware (DESIGN §3). Every call passes the same stages, in this order:
+ *   validate -> permission -> injected failure -> latency -> run -> cost
+ * and always ends in the envelope `{status, latency_ms, cost, output}`; nothing a policy sends can make
+ * it throw.
+ */
+import { z } from "zod";
+import { LlmixError } from "../core/errors.js";
+import type { ToolResult } from "../core/contract.js";
+import type { JsonValue } from "../core/json.js";
+import type { Rng } from "../core/rng.js";
+import type { VirtualClock } from "../core/clock.js";
+import { formatIssues, withoutNullEntries } from "../core/validation.js";
+import type { Sandbox } from "../sandboxes/sandbox.js";
+import type { AnyTool, ToolContext } from "./define.js";
+import { drawFailure, drawLatency, FailureProfileSchema, type ToolOverrides } from "./profile.js";
+
+/** Everything the middleware needs besides the call itself. */
+export interface ToolRunOptions {
+  tools: ReadonlyMap<string, AnyTool>;
+  ctx: ToolContext<unknown, unknown>;
+  /** The episode's tool stream: failures and latencies are drawn from it. */
+  rng: Rng;
+  clock: VirtualClock;
+  /** Per-task overrides of failure, latency and cost profiles. */
+  overrides?: ToolOverrides;
+  /** Sandboxes whose access follows the tool's effect during the call. */
+  sandboxes?: readonly Sandbox[];
+  /** Real sleep per virtual millisecond (0 = never sleep; 1 = real time, for load tests). */
+  realLatencyScale?: number;
+}
+
+/** Run one tool call through the middleware. */
+export async function runToolCall(name: string, rawArgs: unknown, options: ToolRunOptions): Promise<ToolResult> {
+  const tool = options.tools.get(name);
+  if (!tool) {
+    const valid = [...options.tools.keys()].sort().join(", ");
+    return fail("invalid", "unknown_tool", `unknown tool "${name}"; valid tools: ${valid}`);
+  }
+
+  // 1. validate
+  const args = parseArgs(tool.input, rawArgs);
+  if (!args.ok) return fail("invalid", "invalid_argument", `invalid arguments for ${name}: ${args.message}`);
+
+  // 2. permission
+  if (tool.permission && !options.ctx.grants.has(tool.permission)) {
+    return fail("denied", "permission_denied", `permission denied: ${name} needs "${tool.permission}", which this agent does not have`);
+  }
+  if (tool.authorize) {
+    const decision = tool.authorize(args.value, options.ctx);
+    if (!decision.allowed) return fail("denied", "permission_denied", `permission denied: ${decision.reason}`);
+  }
+
+  // 3. injected failure, 4. latency
+  const override = options.overrides?.[name] ?? {};
+  const failures = FailureProfileSchema.parse(override.failures ?? tool.failures);
+  const failure = drawFailure(failures, options.rng);
+  const drawn = drawLatency(override.latency ?? tool.latency, options.rng);
+  const latency = failure === "timeout" ? failures.timeoutMs : drawn;
+  options.clock.advance(latency);
+  if (options.realLatencyScale && latency > 0) {
+    await new Promise((resolve) => setTimeout(resolve, latency * options.realLatencyScale!));
+  }
+  if (failure === "timeout") {
+    return { ...fail("timeout", "timeout", `${name} timed out after ${latency} ms`), latency_ms: latency };
+  }
+  if (failure === "error") {
+    return { ...fail("error", "upstream_error", `${name} failed: 503 Service Unavailable (try again)`), latency_ms: latency };
+  }
+  if (failure === "rate_limit") {
+    return { ...fail("error", "rate_limited", `${name} failed: 429 Too Many Requests (retry after 1s)`), latency_ms: latency };
+  }
+
+  // 5. run
+  let output: JsonValue;
+  let status: ToolResult["status"] = "ok";
+  let error: ToolResult["error"];
+  for (const sandbox of options.sandboxes ?? []) sandbox.setAccess(tool.effect);
+  try {
+    output = await tool.handler(args.value, options.ctx);
+    if (output === undefined) output = null;
+  } catch (thrown) {
+    status = "error";
+    error =
+      thrown instanceof LlmixError
+        ? { code: thrown.code, message: thrown.message }
+        : { code: "tool_crashed", message: `internal error in ${name}: ${thrown instanceof Error ? thrown.message : String(thrown)}` };
+    output = error.message;
+  } finally {
+    for (const sandbox of options.sandboxes ?? []) sandbox.setAccess("write");
+  }
+  const partial = failure === "partial" && status === "ok";
+  if (partial) output = truncate(output);
+
+  // 6. cost
+  const costModel = override.cost ?? tool.cost ?? 0;
+  let cost: number;
+  try {
+    cost = typeof costModel === "number" ? costModel : costModel(args.value, output);
+  } catch {
+    cost = Number.NaN;
+  }
+  if (!Number.isFinite(cost) || cost < 0) {
+    return { ...fail("error", "tool_crashed", `internal error in ${name}: cost model returned ${cost}`), latency_ms: latency };
+  }
+  const result: ToolResult = { status, latency_ms: latency, cost, output };
+  if (error) result.error = error;
+  if (partial) result.partial = true;
+  return result;
+}
+
+function fail(status: ToolResult["status"], code: string, message: string): ToolResult {
+  return { status, latency_ms: 0, cost: 0, output: message, error: { code, message } };
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; message: string };
+
+function parseArgs(schema: z.ZodType, raw: unknown): Parsed {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    return { ok: false, message: `args must be a JSON object, got ${raw === null ? "null" : Array.isArray(raw) ? "an array" : typeof raw}` };
+  }
+  const first = schema.safeParse(raw);
+  if (first.success) return { ok: true, value: first.data };
+  // OpenAI strict mode sends null for optional fields it leaves out.
+  const second = schema.safeParse(withoutNullEntries(raw));
+  if (second.success) return { ok: true, value: second.data };
+  return { ok: false, message: formatIssues(first.error, "args") };
+}
+
+const PARTIAL_NOTE = "[partial result: the upstream response was cut short]";
+
+/** Keep the first half of an output, as a flaky upstream would. */
+function truncate(output: JsonValue): JsonValue {
+  if (typeof output === "string") return `${output.slice(0, Math.floor(output.length / 2))}\n${PARTIAL_NOTE}`;
+  if (Array.isArray(output)) return output.slice(0, Math.floor(output.length / 2));
+  if (output && typeof output === "object") {
+    const entries = Object.entries(output);
+    return { ...Object.fromEntries(entries.slice(0, Math.ceil(entries.length / 2))), _partial: PARTIAL_NOTE };
+  }
+  return output;
+}
