@@ -11,7 +11,6 @@ export const ERROR_CODES = {
   episode_ended: "step was called after the episode terminated or was truncated.",
   environment_closed: "The environment instance was closed.",
   unknown_env: "No environment with this id is registered.",
-  duplicate_env: "An environment with this id and version is already registered.",
   invalid_task_id: "The task id is malformed or names an unknown family, difficulty or split.",
   invalid_snapshot: "The snapshot cannot be restored into this environment.",
   invalid_version: "A version string is not a semantic version.",
@@ -38,8 +37,19 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+// A registry-wide brand: a user's environment module may load its own copy of llmix, and its errors
+// must still be recognised as LlmixErrors by this copy's CLI and service.
+const BRAND = Symbol.for("llmix.error");
+
 /** Base class of every LLMix error: a stable `code`, a human message and JSON-safe `details`. */
 export class LlmixError extends Error {
+  /** `x instanceof LlmixError` holds for LLMix errors from any copy of the package. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== LlmixError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+
+  readonly [BRAND] = true;
   readonly code: ErrorCode;
   readonly details: Record<string, unknown>;
 

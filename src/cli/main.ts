@@ -1,0 +1,229 @@
+/**
+ * The `llmix` command. Every command that takes an environment also takes `--module PATH` (repeatable)
+ * to load environments from a user's own file. Usage errors (unknown env, malformed task id, bad flag)
+ * print one line naming the valid choices and exit with code 2; a failed check exits with 1.
+ */
+import { Command, CommanderError, Option } from "commander";
+import cliProgress from "cli-progress";
+import { LlmixError, ValidationError } from "../core/errors.js";
+import { fingerprint } from "../core/json.js";
+import type { EnvironmentRegistry } from "../core/registry.js";
+import { generateTask } from "../tasks/generator.js";
+import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
+import { builtinRegistry } from "../envs/index.js";
+import { runChecks, type CheckReport } from "../qa/checks.js";
+import { formatCheckReport } from "../qa/report.js";
+import { renderTable } from "../qa/table.js";
+import { addModules } from "./load-module.js";
+import { play } from "./play.js";
+
+/** Exit codes: 0 ok, 1 a check or command failed, 2 usage error. */
+const USAGE_CODES = new Set(["unknown_env", "invalid_task_id", "invalid_argument", "module_load_failed", "invalid_config"]);
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+const moduleOption = () => new Option("--module <path>", "load environments from a .ts/.js file (repeatable)").argParser(collect);
+
+function integer(name: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new ValidationError("invalid_argument", `${name} must be an integer in [${min}, ${max}], got "${value}"`);
+    }
+    return n;
+  };
+}
+
+async function registryWith(modules: string[] | undefined): Promise<EnvironmentRegistry> {
+  const registry = builtinRegistry();
+  await addModules(registry, modules ?? []);
+  return registry;
+}
+
+function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** Build the command tree. Exported for tests that call it in-process. */
+export function buildProgram(): Command {
+  const program = new Command("llmix")
+    .description("Agentic RL environments: one contract, real sandboxes, honest rewards.")
+    .version("0.1.0")
+    .showSuggestionAfterError(true);
+
+  program
+    .command("envs")
+    .description("list the environments")
+    .addOption(moduleOption())
+    .option("--json", "print JSON")
+    .action(async (opts: { module?: string[]; json?: boolean }) => {
+      const registry = await registryWith(opts.module);
+      const rows = registry.list().map((entry) => {
+        const env = entry.create();
+        const row = { id: entry.id, version: entry.version, difficulties: env.tasks.difficulties, max_steps: env.maxSteps, description: entry.description };
+        void env.close();
+        return row;
+      });
+      if (opts.json) return print(JSON.stringify(rows, null, 2));
+      if (rows.length === 0) return print("No environments registered. Load one with --module PATH.");
+      print(renderTable(["id", "version", "difficulties", "max steps", "description"], rows.map((r) => [r.id, r.version, r.difficulties.join(","), String(r.max_steps), r.description])));
+    });
+
+  program
+    .command("tasks <env>")
+    .description("sample task ids of an environment")
+    .option("--difficulty <d>", "only this difficulty")
+    .option("--split <split>", "train or eval", "train")
+    .option("-n <n>", "how many ids", integer("-n", 0, 1_000_000), 10)
+    .option("--seed <seed>", "sampling seed", integer("--seed", 0, 0xffffffff), 0)
+    .option("--json", "print JSON with content fingerprints")
+    .addOption(moduleOption())
+    .action(async (envId: string, opts: { difficulty?: string; split: string; n: number; seed: number; json?: boolean; module?: string[] }) => {
+      const env = (await registryWith(opts.module)).get(envId).create();
+      const difficulties = env.tasks.difficulties;
+      if (opts.difficulty !== undefined && !difficulties.includes(opts.difficulty)) {
+        throw new ValidationError("invalid_argument", `unknown difficulty "${opts.difficulty}" for ${envId}; valid: ${difficulties.join(", ")}`);
+      }
+      const ids = sampleTaskIds({
+        family: env.tasks.families[0] as string,
+        difficulties: opts.difficulty ? [opts.difficulty] : difficulties,
+        n: opts.n,
+        split: parseSplit(opts.split),
+        seed: opts.seed,
+      });
+      if (opts.json) {
+        print(JSON.stringify(ids.map((id) => ({ task_id: id, fingerprint: fingerprint(generateTask(env.tasks, id).task) })), null, 2));
+      } else {
+        for (const id of ids) print(id);
+      }
+      await env.close();
+    });
+
+  program
+    .command("reset <env>")
+    .description("reset an episode and print its first observation, its tools and the snapshot's sha256")
+    .requiredOption("--task <id>", "task id, e.g. family/easy/seed-1")
+    .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))
+    .option("--json", "print JSON")
+    .addOption(moduleOption())
+    .action(async (envId: string, opts: { task: string; seed: number; json?: boolean; module?: string[] }) => {
+      const entry = (await registryWith(opts.module)).get(envId);
+      const env = entry.create();
+      const observation = await env.reset(opts.task, opts.seed);
+      const out = {
+        env: entry.id,
+        env_version: entry.version,
+        task_id: opts.task,
+        seed: opts.seed,
+        observation,
+        tools: env.tools(),
+        snapshot_sha256: fingerprint(await env.snapshot()),
+      };
+      await env.close();
+      if (opts.json) return print(JSON.stringify(out, null, 2));
+      print(`${entry.id}@${entry.version} ${opts.task} seed ${opts.seed}\n\n${observation.rendered}\n\n(${observation.tokens} tokens)`);
+      print(`\nTools:\n${out.tools.map((t) => `  ${t.name} (${t.effect}): ${t.description}`).join("\n")}`);
+      print(`\nsnapshot sha256 ${out.snapshot_sha256}`);
+    });
+
+  program
+    .command("play <env>")
+    .description("play an episode by hand: type tool calls and messages")
+    .requiredOption("--task <id>", "task id")
+    .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))
+    .addOption(moduleOption())
+    .action(async (envId: string, opts: { task: string; seed: number; module?: string[] }) => {
+      const env = (await registryWith(opts.module)).get(envId).create();
+      const observation = await env.reset(opts.task, opts.seed);
+      await play(env, observation.rendered, { input: process.stdin, output: process.stdout });
+      await env.close();
+    });
+
+  program
+    .command("check [envs...]")
+    .description("run the QA checklist; exits 1 when any check fails")
+    .option("--all", "check every registered environment")
+    .option("--json", "print JSON")
+    .option("--samples <n>", "task ids per difficulty", integer("--samples", 1, 10_000), 10)
+    .addOption(moduleOption())
+    .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; module?: string[] }) => {
+      const registry = await registryWith(opts.module);
+      const moduleIds = await moduleEnvIds(registry, opts.module);
+      const ids = opts.all ? registry.ids() : envIds.length > 0 ? envIds : moduleIds;
+      if (ids.length === 0) {
+        throw new ValidationError("invalid_argument", `name an environment, --all, or --module PATH; registered: ${registry.ids().join(", ") || "(none)"}`);
+      }
+      const entries = ids.map((id) => registry.get(id));
+      const reports: CheckReport[] = [];
+      for (const entry of entries) {
+        const bar = progressBar(entry.id);
+        reports.push(
+          await runChecks(entry, {
+            samples: opts.samples,
+            onCheck: (name, index, total) => {
+              if (index === 0) bar?.start(total, 0, { check: name });
+              else bar?.update(index, { check: name });
+            },
+          }),
+        );
+        bar?.stop();
+      }
+      if (opts.json) print(JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2));
+      else print(reports.map(formatCheckReport).join("\n\n"));
+      if (!reports.every((r) => r.passed)) process.exitCode = 1;
+    });
+
+  return program;
+}
+
+async function moduleEnvIds(registry: EnvironmentRegistry, modules: string[] | undefined): Promise<string[]> {
+  if (!modules?.length) return [];
+  // Modules were already loaded into the registry; load again only to learn which ids they hold.
+  const fresh = builtinRegistry();
+  const ids = await addModules(fresh, modules);
+  return ids.filter((id) => registry.has(id));
+}
+
+/** A progress bar on stderr when it is a terminal (counts, rate, ETA); nothing when piped. */
+function progressBar(label: string): cliProgress.SingleBar | null {
+  if (!process.stderr.isTTY) return null;
+  return new cliProgress.SingleBar(
+    { stream: process.stderr, format: `${label} [{bar}] {value}/{total} checks · {eta_formatted} left · {check}`, hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+}
+
+/** Run the CLI with argv; returns the exit code instead of exiting (tests call this). */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  program.exitOverride();
+  for (const command of program.commands) command.exitOverride();
+  // Commander's own error lines are replaced by one line that also names the valid choices.
+  for (const command of [program, ...program.commands]) command.configureOutput({ writeErr: () => undefined });
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return typeof process.exitCode === "number" ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return 0;
+      process.stderr.write(`llmix: ${commanderMessage(error, program, argv)}\n`);
+      return 2;
+    }
+    const e = error instanceof LlmixError ? error : null;
+    process.stderr.write(`llmix: ${e ? `${e.code}: ${e.message}` : (error as Error).stack ?? String(error)}\n`);
+    return e && USAGE_CODES.has(e.code) ? 2 : 1;
+  }
+}
+
+/** Commander's message, plus the valid options or commands so the user sees the choices. */
+function commanderMessage(error: CommanderError, program: Command, argv: string[]): string {
+  const message = error.message.replace(/^error: /, "").split("\n")[0] as string;
+  const command = program.commands.find((c) => c.name() === argv[0]);
+  if (error.code === "commander.unknownOption" || error.code === "commander.missingMandatoryOptionValue" || error.code === "commander.optionMissingArgument") {
+    const options = (command ?? program).options.map((o) => o.long ?? o.short).filter(Boolean);
+    return `${message}; valid options${command ? ` of ${command.name()}` : ""}: ${options.join(", ")}`;
+  }
+  if (error.code === "commander.unknownCommand") {
+    return `${message}; valid commands: ${program.commands.map((c) => c.name()).join(", ")}`;
+  }
+  return message;
+}

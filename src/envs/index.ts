@@ -1,0 +1,15 @@
+/**
+ * The built-in environments. Each vertical registers itself here; the CLI and the service start from
+ * this registry and add user modules (`--module PATH`) on top.
+ */
+import { EnvironmentRegistry, type EnvironmentEntry } from "../core/registry.js";
+
+/** Entries of every built-in environment. */
+export const BUILTIN_ENVIRONMENTS: readonly EnvironmentEntry[] = [];
+
+/** A fresh registry holding the built-in environments. */
+export function builtinRegistry(): EnvironmentRegistry {
+  const registry = new EnvironmentRegistry();
+  for (const entry of BUILTIN_ENVIRONMENTS) registry.register(entry);
+  return registry;
+}

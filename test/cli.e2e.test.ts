@@ -1,0 +1,110 @@
+/**
+ * End-to-end: the `llmix` command run the way a user runs it (the built dist/cli/bin.js, as `npm test`
+ * builds it first), on the docs example and on deliberately broken environments.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const bin = `${root}dist/cli/bin.js`;
+const EXAMPLE = "examples/inventory-restock.ts";
+
+function llmix(args: string[], input?: string) {
+  const run = spawnSync(process.execPath, [bin, ...args], { cwd: root, input, encoding: "utf8", timeout: 120_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe("llmix CLI", () => {
+  it("is built", () => {
+    expect(existsSync(bin), "run `npm run build` first (npm test does)").toBe(true);
+  });
+
+  it("check --module passes on the correct example and prints every check", () => {
+    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "4"]);
+    expect(code).toBe(0);
+    for (const name of ["reset-determinism", "step-determinism", "snapshot-restore", "replay", "reset-isolation", "reference-solver",
+      "random-policy", "probe:claims-done", "probe:order-everything", "reward-bounds", "truncation", "tool-schemas", "task-diversity", "train-eval-disjoint"]) {
+      expect(stdout).toMatch(new RegExp(`PASS\\s+${name.replace(":", "\\:")}\\s`));
+    }
+    expect(stdout).toContain("all 14 checks passed");
+  });
+
+  it("check --json reports figures", () => {
+    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "3", "--json"]);
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout);
+    expect(report).toMatchObject({ env: "inventory-restock", version: "1.0.0", passed: true });
+    const reference = report.checks.find((c: { name: string }) => c.name === "reference-solver");
+    expect(reference.figures.easy).toEqual({ solved: 3, total: 3, mean_outcome: 1 });
+  });
+
+  it.each([
+    ["broken-math-random", "reset-determinism"],
+    ["broken-leaky", "reset-isolation"],
+    ["broken-snapshot", "snapshot-restore"],
+  ])("check fails on %s, naming %s", (fixture, check) => {
+    const { code, stdout } = llmix(["check", "--module", `test/fixtures/${fixture}.ts`, "--samples", "3", "--json"]);
+    expect(code).toBe(1);
+    const report = JSON.parse(stdout);
+    expect(report.passed).toBe(false);
+    const failed = report.checks.filter((c: { passed: boolean }) => !c.passed).map((c: { name: string }) => c.name);
+    expect(failed).toContain(check);
+  });
+
+  it("reset --json is identical across processes and names the tools", () => {
+    const args = ["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/hard/seed-12", "--seed", "5", "--json"];
+    const [a, b] = [llmix(args), llmix(args)];
+    expect(a.code).toBe(0);
+    expect(a.stdout).toBe(b.stdout);
+    const out = JSON.parse(a.stdout);
+    expect(out.snapshot_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(out.tools.map((t: { name: string }) => t.name)).toEqual(["list_stock", "order_stock"]);
+    expect(out.observation.tokens).toBeGreaterThan(10);
+    const other = JSON.parse(llmix([...args.slice(0, -2), "6", "--json"]).stdout);
+    expect(other.snapshot_sha256).not.toBe(out.snapshot_sha256);
+  });
+
+  it("envs and tasks list what the module holds", () => {
+    const envs = llmix(["envs", "--module", EXAMPLE, "--json"]);
+    expect(JSON.parse(envs.stdout)).toEqual([
+      expect.objectContaining({ id: "inventory-restock", version: "1.0.0", difficulties: ["easy", "medium", "hard"], max_steps: 12 }),
+    ]);
+    const tasks = llmix(["tasks", "inventory-restock", "--module", EXAMPLE, "--difficulty", "medium", "-n", "4", "--split", "eval"]);
+    const ids = tasks.stdout.trim().split("\n");
+    expect(ids).toHaveLength(4);
+    for (const id of ids) expect(id).toMatch(/^inventory-restock\/medium\/seed-\d+$/);
+  });
+
+  it("play takes typed tool calls and messages and shows reward components", () => {
+    const input = 'list_stock\norder_stock {"sku": "nope", "quantity": 2}\norder_stock {oops\nbogus_tool {}\nsay DONE\n';
+    const { code, stdout } = llmix(["play", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/easy/seed-1", "--seed", "4"], input);
+    expect(code).toBe(0);
+    expect(stdout).toContain('"sku": "SKU-');
+    expect(stdout).toContain("[order_stock error] unknown SKU nope");
+    expect(stdout).toContain("tool_cost=-0.001");
+    expect(stdout).toContain("! arguments of order_stock are not valid JSON");
+    expect(stdout).toMatch(/unknown tool "bogus_tool"; valid tools: list_stock, order_stock/);
+    expect(stdout).toContain("invalid_call=-0.1");
+    expect(stdout).toContain("episode terminated (final_answer) · outcome 0 not passed");
+  });
+
+  it.each([
+    [["reset", "nope", "--task", "a/b/seed-1", "--seed", "1"], /unknown_env: unknown environment "nope"; valid:/],
+    [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/extreme/seed-1", "--seed", "1"], /invalid_task_id: .*valid: easy, medium, hard/],
+    [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "garbage", "--seed", "1"], /invalid_task_id: task id "garbage" must have three parts/],
+    [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/easy/seed-1", "--seed", "-3"], /--seed must be an integer/],
+    [["check", "--module", EXAMPLE, "--bogus"], /unknown option '--bogus'; valid options of check: --all, --json, --samples, --module/],
+    [["frobnicate"], /unknown command 'frobnicate'; valid commands: envs, tasks, reset, play, check/],
+    [["tasks", "inventory-restock", "--module", EXAMPLE, "--split", "validation"], /unknown split "validation"; valid: train, eval/],
+    [["check", "--module", "does/not/exist.ts"], /module_load_failed: --module does\/not\/exist.ts: no such file/],
+    [["check", "--module", "package.json"], /module_load_failed/],
+  ])("usage error %j exits 2 with one clear line", (args, pattern) => {
+    const { code, stderr, stdout } = llmix(args as string[]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(pattern);
+  });
+});
