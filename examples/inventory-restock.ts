@@ -79,7 +79,7 @@ const listStock = defineTool({
   effect: "read",
   latency: { kind: "uniform", minMs: 20, maxMs: 60 },
   handler: (_args, { task, world }) =>
- task.items.map((i) => ({ sku: i.sku, name: i.name, on_hand: world.stock[i.sku] ?? 0, reorder_point: i.reorderPoint, target: i.target })),
+    task.items.map((i) => ({ sku: i.sku, name: i.name, on_hand: world.stock[i.sku] ?? 0, reorder_point: i.reorderPoint, target: i.target })),
 });
 
 const orderStock = defineTool({
