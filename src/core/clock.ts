@@ -3,6 +3,9 @@ import { ValidationError } from "./errors.js";
 /** The default start of every episode's virtual time: a fixed instant, never the host's clock. */
 export const DEFAULT_EPOCH_MS = Date.UTC(2026, 0, 5, 9, 0, 0);
 
+// The range a JavaScript Date can represent; beyond it iso() could not work.
+const MAX_TIME_MS = 8.64e15;
+
 /** Serializable clock state. */
 export interface ClockState {
   nowMs: number;
@@ -16,7 +19,9 @@ export class VirtualClock {
   private nowMs: number;
 
   constructor(startMs: number = DEFAULT_EPOCH_MS) {
-    if (!Number.isFinite(startMs)) throw new ValidationError("invalid_argument", "clock start must be a finite number");
+    if (!Number.isFinite(startMs) || Math.abs(startMs) > MAX_TIME_MS) {
+      throw new ValidationError("invalid_argument", `clock start must be a finite time within ±${MAX_TIME_MS} ms, got ${startMs}`);
+    }
     this.nowMs = startMs;
   }
 
@@ -35,6 +40,7 @@ export class VirtualClock {
     if (!Number.isFinite(ms) || ms < 0) {
       throw new ValidationError("invalid_argument", `clock.advance needs a finite ms >= 0, got ${ms}`);
     }
+    if (this.nowMs + ms > MAX_TIME_MS) throw new ValidationError("invalid_argument", "clock.advance would pass the latest representable time");
     this.nowMs += ms;
   }
 
@@ -45,7 +51,7 @@ export class VirtualClock {
 
   /** Restore from `state()`. */
   static fromState(state: ClockState): VirtualClock {
-    if (!state || typeof state !== "object" || !Number.isFinite(state.nowMs)) {
+    if (!state || typeof state !== "object" || !Number.isFinite(state.nowMs) || Math.abs(state.nowMs) > MAX_TIME_MS) {
       throw new ValidationError("invalid_snapshot", "clock state must be {nowMs: finite number}");
     }
     return new VirtualClock(state.nowMs);

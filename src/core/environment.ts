@@ -35,7 +35,7 @@ import type { Policy } from "./policy.js";
 import { runPolicy } from "./run-policy.js";
 import type { AnyTool, ToolContext } from "../tools/define.js";
 import { runToolCall } from "../tools/runner.js";
-import type { ToolOverrides } from "../tools/profile.js";
+import { FailureProfileSchema, LatencyModelSchema, type ToolOverrides } from "../tools/profile.js";
 import type { Sandbox } from "../sandboxes/sandbox.js";
 import { generateTask, type TaskGenerator } from "../tasks/generator.js";
 import type { TaskId } from "../tasks/task-id.js";
@@ -85,6 +85,8 @@ export interface EnvironmentInfo {
 export interface EnvironmentOptions {
   /** Override the environment's `maxSteps`. */
   maxSteps?: number;
+  /** Truncate once the episode's observations (the first included) total more tokens than this. */
+  maxTokens?: number;
   /** Tokenizer for observation token counts. Default: the process default (o200k_base). */
   tokenizer?: Tokenizer;
   /** Real sleep per virtual millisecond of tool latency (0 = none). */
@@ -113,6 +115,8 @@ export interface EnvironmentSnapshot {
   task_id: string;
   seed: number;
   step: number;
+  /** Observation tokens so far, the first observation included. */
+  tokens: number;
   status: "running" | "terminated" | "truncated";
   end_reason: string | null;
   clock: ClockState;
@@ -168,6 +172,7 @@ const SnapshotSchema = z.object({
   task_id: z.string(),
   seed: z.number().int(),
   step: z.number().int().min(0),
+  tokens: z.number().int().min(0),
   status: z.enum(["running", "terminated", "truncated"]),
   end_reason: z.string().nullable(),
   clock: z.object({ nowMs: z.number() }),
@@ -179,6 +184,9 @@ const SnapshotSchema = z.object({
 
 interface RunningEpisode<Task, World> extends Episode<Task, World> {
   toolRng: Rng;
+  tokens: number;
+  /** This task's tool profile overrides, validated once per episode. */
+  overrides: ToolOverrides;
   status: EnvironmentSnapshot["status"];
   calls: CallRecord[];
   messages: string[];
@@ -260,6 +268,16 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   private readonly referenceCache = new Map<string, JsonValue>();
 
   constructor(options: EnvironmentOptions = {}) {
+    for (const key of ["maxSteps", "maxTokens"] as const) {
+      const value = options[key];
+      if (value !== undefined && !(Number.isSafeInteger(value) && value >= 1)) {
+        throw new ValidationError("invalid_config", `${key} must be an integer >= 1, got ${String(value)}`);
+      }
+    }
+    const scale = options.realLatencyScale;
+    if (scale !== undefined && !(Number.isFinite(scale) && scale >= 0)) {
+      throw new ValidationError("invalid_config", `realLatencyScale must be a finite number >= 0, got ${String(scale)}`);
+    }
     this.options = options;
   }
 
@@ -310,8 +328,12 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     };
     const world = await this.createWorld(partial);
     this.dispose();
-    this.current = { ...partial, world, toolRng: stream.fork("tools"), status: "running" };
-    return this.observe(this.describeTask(this.current), "task");
+    const overrides = this.checkedOverrides({ ...partial, world });
+    const episode: RunningEpisode<Task, World> = { ...partial, world, toolRng: stream.fork("tools"), status: "running", tokens: 0, overrides };
+    this.current = episode;
+    const observation = this.observe(this.describeTask(episode), "task");
+    episode.tokens = observation.tokens;
+    return observation;
   }
 
   async step(action: Action): Promise<StepResult> {
@@ -330,9 +352,10 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     let source: ObservationSource;
 
     const parsed = ActionSchema.safeParse(action);
-    if (!parsed.success) {
+    const problem = !parsed.success ? formatIssues(parsed.error, "action") : jsonProblem(action, "action");
+    if (!parsed.success || problem) {
       components.invalid_call = weights.invalidCall;
-      rendered = `Invalid action: ${formatIssues(parsed.error, "action")}. An action is {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}.`;
+      rendered = `Invalid action: ${problem}. An action is {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}.`;
       info.error = { code: "invalid_action", message: rendered };
       source = "error";
     } else if (parsed.data.type === "tool_call") {
@@ -354,9 +377,14 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       source = "user";
     }
 
+    const observation = this.observe(rendered, source);
+    ep.tokens += observation.tokens;
     if (ep.status === "running" && ep.step >= this.maxSteps) {
       ep.status = "truncated";
       ep.endReason = "max_steps";
+    } else if (ep.status === "running" && this.options.maxTokens !== undefined && ep.tokens > this.options.maxTokens) {
+      ep.status = "truncated";
+      ep.endReason = "token_budget";
     }
     if (ep.status !== "running") {
       info.end_reason = ep.endReason;
@@ -369,7 +397,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     const reward = this.sum(components);
     const status = ep.status as EnvironmentSnapshot["status"];
     return {
-      observation: this.observe(rendered, source),
+      observation,
       reward,
       rewardComponents: components,
       terminated: status === "terminated",
@@ -387,13 +415,15 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       task_id: ep.id.id,
       seed: ep.seed,
       step: ep.step,
+      tokens: ep.tokens,
       status: ep.status,
       end_reason: ep.endReason,
       clock: ep.clock.state(),
       rng: { world: ep.rng.state(), tools: ep.toolRng.state() },
       calls: cloneJson(ep.calls),
       messages: [...ep.messages],
-      world: this.snapshotWorld(ep.world),
+      // A copy: a snapshot must not change when the episode goes on, whatever snapshotWorld returns.
+      world: cloneJson(this.snapshotWorld(ep.world)),
     };
   }
 
@@ -408,31 +438,29 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         `snapshot is of ${snap.env}@${snap.version}; this environment is ${this.info.id}@${this.info.version}`,
       );
     }
-    assertSeed(snap.seed);
-    const { id, task } = generateTask(this.tasks, snap.task_id);
-    let world: World;
-    try {
-      world = this.restoreWorld(cloneJson(snap.world), task);
-    } catch (error) {
-      if (error instanceof LlmixError) throw error;
-      throw new ValidationError("invalid_snapshot", `snapshot world cannot be restored: ${(error as Error).message}`);
-    }
-    const episode: RunningEpisode<Task, World> = {
-      id,
-      seed: snap.seed,
-      task,
-      world,
-      rng: Rng.fromState(snap.rng.world),
-      toolRng: Rng.fromState(snap.rng.tools),
-      clock: VirtualClock.fromState(snap.clock),
-      step: snap.step,
-      status: snap.status,
-      endReason: snap.end_reason,
-      calls: cloneJson(snap.calls),
-      messages: [...snap.messages],
-    };
+    // Every part is validated before anything is replaced: a bad snapshot leaves the episode as it was.
+    const episode = asSnapshotError(() => {
+      assertSeed(snap.seed);
+      const { id, task } = generateTask(this.tasks, snap.task_id);
+      return {
+        id,
+        seed: snap.seed,
+        task,
+        rng: Rng.fromState(snap.rng.world),
+        toolRng: Rng.fromState(snap.rng.tools),
+        clock: VirtualClock.fromState(snap.clock),
+        step: snap.step,
+        tokens: snap.tokens,
+        status: snap.status,
+        endReason: snap.end_reason,
+        calls: cloneJson(snap.calls),
+        messages: [...snap.messages],
+      };
+    });
+    const world = asSnapshotError(() => this.restoreWorld(cloneJson(snap.world), episode.task));
+    const overrides = this.checkedOverrides({ ...episode, world });
     this.dispose();
-    this.current = episode;
+    this.current = { ...episode, world, overrides };
   }
 
   tools(): ToolSpec[] {
@@ -494,12 +522,28 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       ctx: ctx as ToolContext<unknown, unknown>,
       rng: ep.toolRng,
       clock: ep.clock,
-      overrides: this.toolOverrides(ep),
+      overrides: ep.overrides,
       sandboxes: this.sandboxes(ep.world),
       realLatencyScale: this.options.realLatencyScale,
     });
     ep.calls.push({ step: ep.step, tool: name, args: toJson(args), status: result.status, at: ep.clock.now() });
     return result;
+  }
+
+  /** Validate the task's tool overrides once, so a bad profile fails at reset, not mid-episode. */
+  private checkedOverrides(episode: Episode<Task, World>): ToolOverrides {
+    const overrides = this.toolOverrides(episode);
+    for (const [tool, override] of Object.entries(overrides)) {
+      const checks = [
+        override.failures === undefined || FailureProfileSchema.safeParse(override.failures).success,
+        override.latency === undefined || LatencyModelSchema.safeParse(override.latency).success,
+        override.cost === undefined || (Number.isFinite(override.cost) && override.cost >= 0),
+      ];
+      if (checks.includes(false)) {
+        throw new ValidationError("invalid_config", `${this.info.id}: bad tool override for "${tool}": ${JSON.stringify(override)}`);
+      }
+    }
+    return overrides;
   }
 
   private addComponents(target: RewardComponents, extra: RewardComponents | undefined): void {
@@ -557,4 +601,41 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
 
 function toJson(value: unknown): JsonValue {
   return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+}
+
+/** Why a value is not plain JSON (a BigInt, a function, a cycle, a non-finite number), or null if it is. */
+function jsonProblem(value: unknown, path: string, seen = new Set<object>()): string | null {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return null;
+    case "number":
+      return Number.isFinite(value) ? null : `${path}: ${value} is not a JSON number`;
+    case "object": {
+      if (value === null) return null;
+      if (seen.has(value)) return `${path}: circular reference`;
+      seen.add(value);
+      const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
+      for (const [key, child] of entries) {
+        const problem = jsonProblem(child, `${path}${key}`, seen);
+        if (problem) return problem;
+      }
+      seen.delete(value);
+      return null;
+    }
+    case "undefined":
+      return null; // dropped by JSON, as a missing key
+    default:
+      return `${path}: a ${typeof value} is not JSON`;
+  }
+}
+
+/** Run a restore step, reporting any validation failure as invalid_snapshot. */
+function asSnapshotError<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ValidationError("invalid_snapshot", `snapshot cannot be restored: ${message}`);
+  }
 }

@@ -85,6 +85,7 @@ export class Rng {
       state.s.length === 4 &&
       state.s.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffffffff);
     if (!ok) throw new ValidationError("invalid_snapshot", "RNG state must be {key: string, s: four uint32}");
+    if (state.s.every((w) => w === 0)) throw new ValidationError("invalid_snapshot", "RNG state must not be all zero");
     return new Rng(state.s, state.key);
   }
 
@@ -182,7 +183,9 @@ export class Rng {
 
   /** k distinct elements in random order. */
   sample<T>(items: readonly T[], k: number): T[] {
-    if (k > items.length) throw new ValidationError("invalid_argument", `rng.sample: k=${k} > ${items.length} items`);
+    if (!Number.isSafeInteger(k) || k < 0 || k > items.length) {
+      throw new ValidationError("invalid_argument", `rng.sample: k must be an integer in [0, ${items.length}], got ${k}`);
+    }
     return this.shuffle(items).slice(0, k);
   }
 

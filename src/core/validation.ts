@@ -10,15 +10,26 @@ export function formatIssues(error: z.ZodError, root: string): string {
     .join("; ");
 }
 
-/** A copy of a JSON-like value with every `null` object entry removed (strict-mode optional fields). */
-export function withoutNullEntries(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNullEntries);
-  if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value as Record<string, unknown>)
-        .filter(([, v]) => v !== null)
-        .map(([k, v]) => [k, withoutNullEntries(v)]),
-    );
+/**
+ * A copy of `value` without the object entries at `paths` whose value is null (strict-mode optional
+ * fields the model filled with null). Returns `value` itself when no such entry exists.
+ */
+export function withoutNullsAt(value: unknown, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>): unknown {
+  let copy: unknown = value;
+  let changed = false;
+  for (const path of paths) {
+    if (path.length === 0) continue;
+    let parent: unknown = copy;
+    for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown> | null)?.[key];
+    const last = path[path.length - 1] as PropertyKey;
+    if (!parent || typeof parent !== "object" || Array.isArray(parent) || (parent as Record<PropertyKey, unknown>)[last] !== null) continue;
+    if (!changed) {
+      copy = structuredClone(value);
+      changed = true;
+      parent = copy;
+      for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown>)[key];
+    }
+    delete (parent as Record<PropertyKey, unknown>)[last];
   }
-  return value;
+  return copy;
 }

@@ -44,6 +44,9 @@ export function sampleTaskIds(options: SampleOptions): string[] {
   const { family, difficulties, n, split, seed = 0 } = options;
   if (!Number.isSafeInteger(n) || n < 0) throw new ValidationError("invalid_argument", `n must be an integer >= 0, got ${n}`);
   if (difficulties.length === 0) throw new ValidationError("invalid_argument", "at least one difficulty is needed");
+  if (split !== undefined) parseSplit(split);
+  // Parsing one id per difficulty checks the family and difficulty segments.
+  for (const difficulty of difficulties) parseTaskId(formatTaskId(family, difficulty, 0));
   const rng = Rng.fromKey("sample", family, difficulties.join(","), split ?? "any", seed);
   const ids: string[] = [];
   const seen = new Set<string>();

@@ -10,7 +10,7 @@ import type { ToolResult } from "../core/contract.js";
 import type { JsonValue } from "../core/json.js";
 import type { Rng } from "../core/rng.js";
 import type { VirtualClock } from "../core/clock.js";
-import { formatIssues, withoutNullEntries } from "../core/validation.js";
+import { formatIssues, withoutNullsAt } from "../core/validation.js";
 import type { Sandbox } from "../sandboxes/sandbox.js";
 import type { AnyTool, ToolContext } from "./define.js";
 import { drawFailure, drawLatency, FailureProfileSchema, type ToolOverrides } from "./profile.js";
@@ -47,7 +47,12 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
     return fail("denied", "permission_denied", `permission denied: ${name} needs "${tool.permission}", which this agent does not have`);
   }
   if (tool.authorize) {
-    const decision = tool.authorize(args.value, options.ctx);
+    let decision;
+    try {
+      decision = tool.authorize(args.value, options.ctx);
+    } catch (thrown) {
+      return fail("error", "tool_crashed", `internal error in ${name} authorization: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
+    }
     if (!decision.allowed) return fail("denied", "permission_denied", `permission denied: ${decision.reason}`);
   }
 
@@ -121,9 +126,18 @@ function parseArgs(schema: z.ZodType, raw: unknown): Parsed {
   }
   const first = schema.safeParse(raw);
   if (first.success) return { ok: true, value: first.data };
-  // OpenAI strict mode sends null for optional fields it leaves out.
-  const second = schema.safeParse(withoutNullEntries(raw));
-  if (second.success) return { ok: true, value: second.data };
+  // OpenAI strict mode sends null for optional fields it leaves out: drop exactly the nulls the schema
+  // refused (a required-nullable field keeps its null) and try again.
+  let candidate: unknown = raw;
+  let error = first.error;
+  for (let round = 0; round < 8; round++) {
+    const next = withoutNullsAt(candidate, error.issues.map((i) => i.path));
+    if (next === candidate) break;
+    const retry = schema.safeParse(next);
+    if (retry.success) return { ok: true, value: retry.data };
+    candidate = next;
+    error = retry.error;
+  }
   return { ok: false, message: formatIssues(first.error, "args") };
 }
 

@@ -47,7 +47,8 @@ function toStrict(node: Schema): Schema {
       }),
     );
     out.required = Object.keys(properties);
-    out.additionalProperties = false;
+    // A schema for extra keys (z.record, catchall) has no strict-mode form: keep it so the checker flags it.
+    out.additionalProperties = typeof node.additionalProperties === "object" ? node.additionalProperties : false;
   }
   return out;
 }
