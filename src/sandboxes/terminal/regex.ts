@@ -1,0 +1,610 @@
+/**
+ * POSIX regular expressions (GNU grep dialect: BRE and ERE) compiled to a Pike VM.
+ *
+ * Why not translate to JS RegExp: a backtracking engine can be driven into exponential time by
+ * patterns such as `(a+)+$`, and a training sandbox must never hang on agent input. The Pike VM
+ * runs in O(pattern × text) time, and gives POSIX leftmost-longest matches as GNU grep -o does.
+ * Back-references need backtracking, so they are rejected with a clear message.
+ */
+import { caseVariants, inBracket, isWordChar, POSIX_CLASSES, type BracketSet } from "./chars.js";
+
+/** A malformed pattern; the message is GNU grep's text (without the "grep: " prefix). */
+export class RegexSyntaxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RegexSyntaxError";
+  }
+}
+
+type AssertKind = "bol" | "eol" | "wordb" | "nwordb" | "wstart" | "wend" | "notWordBefore" | "notWordAfter";
+
+type Node =
+  | { t: "char"; cp: number }
+  | { t: "any" }
+  | { t: "set"; set: BracketSet }
+  | { t: "assert"; kind: AssertKind }
+  | { t: "cat"; items: Node[] }
+  | { t: "alt"; items: Node[] }
+  | { t: "repeat"; node: Node; min: number; max: number }; // max -1: unbounded
+
+const MAX_GROUP_DEPTH = 100;
+const MAX_REPEAT = 255;
+const MAX_PROGRAM = 50_000;
+
+const C = {
+  backslash: 0x5c,
+  lparen: 0x28,
+  rparen: 0x29,
+  lbrace: 0x7b,
+  rbrace: 0x7d,
+  lbracket: 0x5b,
+  rbracket: 0x5d,
+  bar: 0x7c,
+  star: 0x2a,
+  plus: 0x2b,
+  qmark: 0x3f,
+  caret: 0x5e,
+  dollar: 0x24,
+  dot: 0x2e,
+  colon: 0x3a,
+  comma: 0x2c,
+  dash: 0x2d,
+  equals: 0x3d,
+} as const;
+
+const WORD_SET: BracketSet = { negate: false, ranges: [[95, 95]], classes: ["alnum"] };
+const SPACE_SET: BracketSet = { negate: false, ranges: [], classes: ["space"] };
+
+const isDigitCp = (cp: number | undefined): boolean => cp !== undefined && cp >= 0x30 && cp <= 0x39;
+
+/** Recursive-descent parser for one BRE or ERE; group nesting is bounded. */
+class PatternParser {
+  private i = 0;
+  private depth = 0;
+
+  constructor(
+    private readonly cps: number[],
+    private readonly ere: boolean,
+  ) {}
+
+  parse(): Node {
+    const node = this.parseAlt();
+    if (this.i < this.cps.length) throw new RegexSyntaxError("Unmatched ) or \\)");
+    return node;
+  }
+
+  private at(offset = 0): number | undefined {
+    return this.cps[this.i + offset];
+  }
+
+  private isAltOp(): boolean {
+    return this.ere ? this.at() === C.bar : this.at() === C.backslash && this.at(1) === C.bar;
+  }
+
+  private isCloseGroup(): boolean {
+    return this.ere ? this.at() === C.rparen : this.at() === C.backslash && this.at(1) === C.rparen;
+  }
+
+  private parseAlt(): Node {
+    const branches = [this.parseConcat()];
+    while (this.isAltOp()) {
+      this.i += this.ere ? 1 : 2;
+      branches.push(this.parseConcat());
+    }
+    return branches.length === 1 ? branches[0] : { t: "alt", items: branches };
+  }
+
+  private parseConcat(): Node {
+    const items: Node[] = [];
+    while (this.i < this.cps.length && !this.isAltOp() && !this.isCloseGroup()) {
+      // In a BRE, '*' is literal at the start of an expression (also right after a leading '^').
+      const atStart =
+        items.length === 0 || (!this.ere && items.length === 1 && items[0].t === "assert" && items[0].kind === "bol");
+      let atom = this.parseAtom(atStart);
+      for (;;) {
+        const q = this.parseQuantifier();
+        if (!q) break;
+        atom = { t: "repeat", node: atom, min: q.min, max: q.max };
+      }
+      items.push(atom);
+    }
+    return items.length === 1 ? items[0] : { t: "cat", items };
+  }
+
+  private parseGroup(): Node {
+    this.i += this.ere ? 1 : 2;
+    this.depth += 1;
+    if (this.depth > MAX_GROUP_DEPTH) throw new RegexSyntaxError("Regular expression too big");
+    const node = this.parseAlt();
+    if (!this.isCloseGroup()) throw new RegexSyntaxError("Unmatched ( or \\(");
+    this.i += this.ere ? 1 : 2;
+    this.depth -= 1;
+    return { t: "cat", items: [node] };
+  }
+
+  private parseAtom(atStart: boolean): Node {
+    const c = this.at()!;
+    if (c === C.backslash) return this.parseEscape();
+    if (c === C.lbracket) return this.parseBracket();
+    if (c === C.dot) {
+      this.i += 1;
+      return { t: "any" };
+    }
+    if (this.ere) {
+      if (c === C.lparen) return this.parseGroup();
+      if (c === C.caret || c === C.dollar) {
+        this.i += 1;
+        return { t: "assert", kind: c === C.caret ? "bol" : "eol" };
+      }
+    } else {
+      if (c === C.caret && atStart && this.isBreAnchorStart()) {
+        this.i += 1;
+        return { t: "assert", kind: "bol" };
+      }
+      if (c === C.dollar && this.isBreAnchorEnd()) {
+        this.i += 1;
+        return { t: "assert", kind: "eol" };
+      }
+    }
+    // Everything else, including a leading '*', '+', '?' or '{', is a literal.
+    this.i += 1;
+    return { t: "char", cp: c };
+  }
+
+  /** '^' anchors in a BRE only at the start of the pattern, a group or an alternative. */
+  private isBreAnchorStart(): boolean {
+    if (this.i === 0) return true;
+    const p1 = this.cps[this.i - 1];
+    const p2 = this.cps[this.i - 2];
+    return p2 === C.backslash && (p1 === C.lparen || p1 === C.bar);
+  }
+
+  /** '$' anchors in a BRE only at the end of the pattern, a group or an alternative. */
+  private isBreAnchorEnd(): boolean {
+    if (this.i + 1 === this.cps.length) return true;
+    return this.at(1) === C.backslash && (this.at(2) === C.rparen || this.at(2) === C.bar);
+  }
+
+  private parseEscape(): Node {
+    const next = this.at(1);
+    if (next === undefined) throw new RegexSyntaxError("Trailing backslash");
+    if (!this.ere) {
+      if (next === C.lparen) return this.parseGroup();
+      if (next === C.lbrace) throw new RegexSyntaxError("Invalid preceding regular expression");
+    }
+    if (next >= 0x31 && next <= 0x39) {
+      throw new RegexSyntaxError("back-references (\\1 ... \\9) are not supported in this sandbox");
+    }
+    this.i += 2;
+    switch (String.fromCodePoint(next)) {
+      case "w":
+        return { t: "set", set: WORD_SET };
+      case "W":
+        return { t: "set", set: { ...WORD_SET, negate: true } };
+      case "s":
+        return { t: "set", set: SPACE_SET };
+      case "S":
+        return { t: "set", set: { ...SPACE_SET, negate: true } };
+      case "b":
+        return { t: "assert", kind: "wordb" };
+      case "B":
+        return { t: "assert", kind: "nwordb" };
+      case "<":
+        return { t: "assert", kind: "wstart" };
+      case ">":
+        return { t: "assert", kind: "wend" };
+      case "`":
+        return { t: "assert", kind: "bol" };
+      case "'":
+        return { t: "assert", kind: "eol" };
+      default:
+        return { t: "char", cp: next };
+    }
+  }
+
+  private parseQuantifier(): { min: number; max: number } | null {
+    const c = this.at();
+    if (c === C.star) {
+      this.i += 1;
+      return { min: 0, max: -1 };
+    }
+    if (this.ere) {
+      if (c === C.plus || c === C.qmark) {
+        this.i += 1;
+        return c === C.plus ? { min: 1, max: -1 } : { min: 0, max: 1 };
+      }
+      if (c === C.lbrace) {
+        const interval = this.readInterval(this.i + 1, false);
+        if (!interval) return null; // GNU: an invalid interval in an ERE is literal text
+        this.i = interval.end;
+        return interval;
+      }
+      return null;
+    }
+    if (c === C.backslash) {
+      const n = this.at(1);
+      if (n === C.plus || n === C.qmark) {
+        this.i += 2;
+        return n === C.plus ? { min: 1, max: -1 } : { min: 0, max: 1 };
+      }
+      if (n === C.lbrace) {
+        const interval = this.readInterval(this.i + 2, true);
+        if (!interval) throw new RegexSyntaxError("Invalid content of \\{\\}");
+        this.i = interval.end;
+        return interval;
+      }
+    }
+    return null;
+  }
+
+  /** Reads `m}`, `m,}`, `,n}`, `m,n}` (BRE: closing `\}`) from `start`; null when malformed. */
+  private readInterval(start: number, bre: boolean): { min: number; max: number; end: number } | null {
+    let j = start;
+    const readNum = (): number | null => {
+      const from = j;
+      while (isDigitCp(this.cps[j]) && j - from < 6) j += 1;
+      if (j === from) return null;
+      return Number(String.fromCodePoint(...this.cps.slice(from, j)));
+    };
+    const min = readNum();
+    let max: number | null = min;
+    if (this.cps[j] === C.comma) {
+      j += 1;
+      max = readNum();
+      if (max === null) max = -1;
+    }
+    if (bre) {
+      if (this.cps[j] !== C.backslash || this.cps[j + 1] !== C.rbrace) {
+        if (j >= this.cps.length) throw new RegexSyntaxError("Unmatched \\{");
+        return null;
+      }
+      j += 2;
+    } else {
+      if (this.cps[j] !== C.rbrace) return null;
+      j += 1;
+    }
+    const lo = min ?? 0;
+    if (min === null && max === null) return null;
+    if (max !== -1 && max !== null && max < lo) throw new RegexSyntaxError("Invalid content of \\{\\}");
+    if (lo > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) throw new RegexSyntaxError("Regular expression too big");
+    return { min: lo, max: max ?? lo, end: j };
+  }
+
+  private parseBracket(): Node {
+    const cps = this.cps;
+    let j = this.i + 1;
+    const set: BracketSet = { negate: false, ranges: [], classes: [] };
+    if (cps[j] === C.caret) {
+      set.negate = true;
+      j += 1;
+    }
+    const bodyStart = j;
+    let first = true;
+    const unmatched = (): RegexSyntaxError => new RegexSyntaxError("Unmatched [, [^, [:, [., or [=");
+    for (;;) {
+      if (j >= cps.length) throw unmatched();
+      const c = cps[j];
+      if (c === C.rbracket && !first) break;
+      first = false;
+      let lo: number;
+      if (c === C.lbracket && (cps[j + 1] === C.colon || cps[j + 1] === C.equals || cps[j + 1] === C.dot)) {
+        const kind = cps[j + 1];
+        let k = j + 2;
+        while (k + 1 < cps.length && !(cps[k] === kind && cps[k + 1] === C.rbracket)) k += 1;
+        if (k + 1 >= cps.length) throw unmatched();
+        const name = String.fromCodePoint(...cps.slice(j + 2, k));
+        j = k + 2;
+        if (kind === C.colon) {
+          if (!(name in POSIX_CLASSES)) throw new RegexSyntaxError("Invalid character class name");
+          set.classes.push(name);
+          continue;
+        }
+        const chars = Array.from(name);
+        if (chars.length !== 1) throw new RegexSyntaxError("Invalid collation character");
+        lo = chars[0].codePointAt(0)!;
+      } else {
+        lo = c;
+        j += 1;
+      }
+      if (cps[j] === C.dash && cps[j + 1] !== undefined && cps[j + 1] !== C.rbracket) {
+        let hi = cps[j + 1];
+        j += 2;
+        if (hi === C.lbracket && (cps[j] === C.dot || cps[j] === C.equals)) {
+          const kind = cps[j];
+          let k = j + 1;
+          while (k + 1 < cps.length && !(cps[k] === kind && cps[k + 1] === C.rbracket)) k += 1;
+          if (k + 1 >= cps.length) throw unmatched();
+          hi = cps[j + 1];
+          j = k + 2;
+        }
+        if (hi < lo) throw new RegexSyntaxError("Invalid range end");
+        set.ranges.push([lo, hi]);
+      } else {
+        set.ranges.push([lo, lo]);
+      }
+    }
+    // GNU grep rejects "[:space:]" written without the outer brackets.
+    if (
+      set.classes.length === 0 &&
+      cps[bodyStart] === C.colon &&
+      cps[j - 1] === C.colon &&
+      j - bodyStart > 2 &&
+      !set.negate
+    ) {
+      const name = String.fromCodePoint(...cps.slice(bodyStart + 1, j - 1));
+      if (name in POSIX_CLASSES) {
+        throw new RegexSyntaxError(`character class syntax is [[:space:]], not [:space:]`);
+      }
+    }
+    this.i = j + 1;
+    return { t: "set", set };
+  }
+}
+
+// ---------------------------------------------------------------------------------------- program
+
+const OP_CHAR = 0;
+const OP_ANY = 1;
+const OP_SET = 2;
+const OP_ASSERT = 3;
+const OP_SPLIT = 4;
+const OP_JMP = 5;
+const OP_MATCH = 6;
+
+type Inst =
+  | { op: typeof OP_CHAR; cps: number[] }
+  | { op: typeof OP_ANY }
+  | { op: typeof OP_SET; set: BracketSet; icase: boolean }
+  | { op: typeof OP_ASSERT; kind: AssertKind }
+  | { op: typeof OP_SPLIT; x: number; y: number }
+  | { op: typeof OP_JMP; x: number }
+  | { op: typeof OP_MATCH };
+
+function compileProgram(root: Node, icase: boolean): Inst[] {
+  const prog: Inst[] = [];
+  const push = (inst: Inst): number => {
+    if (prog.length >= MAX_PROGRAM) throw new RegexSyntaxError("Regular expression too big");
+    prog.push(inst);
+    return prog.length - 1;
+  };
+  const emit = (node: Node): void => {
+    switch (node.t) {
+      case "char":
+        push({ op: OP_CHAR, cps: icase ? caseVariants(node.cp) : [node.cp] });
+        return;
+      case "any":
+        push({ op: OP_ANY });
+        return;
+      case "set":
+        push({ op: OP_SET, set: node.set, icase });
+        return;
+      case "assert":
+        push({ op: OP_ASSERT, kind: node.kind });
+        return;
+      case "cat":
+        for (const item of node.items) emit(item);
+        return;
+      case "alt": {
+        const jumps: number[] = [];
+        for (let k = 0; k < node.items.length; k++) {
+          if (k < node.items.length - 1) {
+            const split = push({ op: OP_SPLIT, x: 0, y: 0 });
+            (prog[split] as { x: number }).x = prog.length;
+            emit(node.items[k]);
+            jumps.push(push({ op: OP_JMP, x: 0 }));
+            (prog[split] as { y: number }).y = prog.length;
+          } else {
+            emit(node.items[k]);
+          }
+        }
+        for (const j of jumps) (prog[j] as { x: number }).x = prog.length;
+        return;
+      }
+      case "repeat": {
+        for (let k = 0; k < node.min; k++) emit(node.node);
+        if (node.max === -1) {
+          const split = push({ op: OP_SPLIT, x: 0, y: 0 });
+          (prog[split] as { x: number }).x = prog.length;
+          emit(node.node);
+          push({ op: OP_JMP, x: split });
+          (prog[split] as { y: number }).y = prog.length;
+        } else {
+          const splits: number[] = [];
+          for (let k = node.min; k < node.max; k++) {
+            const split = push({ op: OP_SPLIT, x: 0, y: 0 });
+            (prog[split] as { x: number }).x = prog.length;
+            splits.push(split);
+            emit(node.node);
+          }
+          for (const s of splits) (prog[s] as { y: number }).y = prog.length;
+        }
+        return;
+      }
+    }
+  };
+  emit(root);
+  push({ op: OP_MATCH });
+  return prog;
+}
+
+// ---------------------------------------------------------------------------------------- matcher
+
+interface ThreadList {
+  pcs: Int32Array;
+  starts: Int32Array;
+  n: number;
+}
+
+/** Code points of a line plus the UTF-16 offset of each (for slicing matches). */
+function codePoints(line: string): { cps: number[]; offsets: number[] } {
+  const cps: number[] = [];
+  const offsets: number[] = [];
+  for (let k = 0; k < line.length; k++) {
+    const cp = line.codePointAt(k)!;
+    offsets.push(k);
+    cps.push(cp);
+    if (cp > 0xffff) k += 1;
+  }
+  offsets.push(line.length);
+  return { cps, offsets };
+}
+
+/** A compiled pattern set; methods take one line (without its newline). */
+export class CompiledPattern {
+  private readonly clist: ThreadList;
+  private readonly nlist: ThreadList;
+  private readonly marks: Int32Array;
+  private gen = 0;
+  private readonly stack: number[] = [];
+
+  constructor(private readonly prog: Inst[]) {
+    const size = prog.length;
+    this.clist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
+    this.nlist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
+    this.marks = new Int32Array(size);
+  }
+
+  /** True when the line contains a match. */
+  test(line: string): boolean {
+    return this.search(codePoints(line).cps, 0, true) !== null;
+  }
+
+  /** Non-empty leftmost-longest matches, left to right, as [start, end) UTF-16 offsets. */
+  matches(line: string): Array<[number, number]> {
+    const { cps, offsets } = codePoints(line);
+    const out: Array<[number, number]> = [];
+    let from = 0;
+    while (from <= cps.length) {
+      const m = this.search(cps, from, false);
+      if (!m) break;
+      if (m[1] > m[0]) {
+        out.push([offsets[m[0]], offsets[m[1]]]);
+        from = m[1];
+      } else {
+        from = m[0] + 1;
+      }
+    }
+    return out;
+  }
+
+  private check(kind: AssertKind, cps: number[], pos: number): boolean {
+    const before = pos > 0 && isWordChar(cps[pos - 1]);
+    const after = pos < cps.length && isWordChar(cps[pos]);
+    switch (kind) {
+      case "bol":
+        return pos === 0;
+      case "eol":
+        return pos === cps.length;
+      case "wordb":
+        return before !== after;
+      case "nwordb":
+        return before === after;
+      case "wstart":
+        return !before && after;
+      case "wend":
+        return before && !after;
+      case "notWordBefore":
+        return !before;
+      case "notWordAfter":
+        return !after;
+    }
+  }
+
+  /** Adds the thread at `pc` and everything reachable through jumps, splits and assertions. */
+  private add(list: ThreadList, pc0: number, start: number, cps: number[], pos: number): void {
+    const stack = this.stack;
+    stack.push(pc0);
+    while (stack.length > 0) {
+      const pc = stack.pop()!;
+      if (this.marks[pc] === this.gen) continue;
+      this.marks[pc] = this.gen;
+      const inst = this.prog[pc];
+      if (inst.op === OP_JMP) stack.push(inst.x);
+      else if (inst.op === OP_SPLIT) stack.push(inst.y, inst.x);
+      else if (inst.op === OP_ASSERT) {
+        if (this.check(inst.kind, cps, pos)) stack.push(pc + 1);
+      } else {
+        list.pcs[list.n] = pc;
+        list.starts[list.n] = start;
+        list.n += 1;
+      }
+    }
+  }
+
+  /** Leftmost-longest match starting at or after `from`; with `any`, the first match found. */
+  private search(cps: number[], from: number, any: boolean): [number, number] | null {
+    let clist = this.clist;
+    let nlist = this.nlist;
+    clist.n = 0;
+    this.gen += 1;
+    let best: [number, number] | null = null;
+    for (let pos = from; ; pos++) {
+      if (best === null) this.add(clist, 0, pos, cps, pos);
+      if (clist.n === 0) {
+        if (best !== null || pos >= cps.length) break;
+        this.gen += 1;
+        continue;
+      }
+      this.gen += 1;
+      nlist.n = 0;
+      const cp = pos < cps.length ? cps[pos] : -1;
+      for (let k = 0; k < clist.n; k++) {
+        const start = clist.starts[k];
+        if (best !== null && start > best[0]) continue;
+        const inst = this.prog[clist.pcs[k]];
+        let ok = false;
+        switch (inst.op) {
+          case OP_MATCH:
+            if (best === null || start < best[0] || (start === best[0] && pos > best[1])) best = [start, pos];
+            if (any) return best;
+            continue;
+          case OP_CHAR:
+            ok = cp >= 0 && inst.cps.includes(cp);
+            break;
+          case OP_ANY:
+            ok = cp >= 0;
+            break;
+          case OP_SET:
+            ok = cp >= 0 && inBracket(inst.set, cp, inst.icase);
+            break;
+        }
+        if (ok) this.add(nlist, clist.pcs[k] + 1, start, cps, pos + 1);
+      }
+      const tmp = clist;
+      clist = nlist;
+      nlist = tmp;
+      if (pos >= cps.length) break;
+    }
+    return best;
+  }
+}
+
+/** How to compile grep patterns. */
+export interface PatternOptions {
+  /** ERE (grep -E) instead of BRE. */
+  extended?: boolean;
+  /** Fixed strings (grep -F). */
+  fixed?: boolean;
+  ignoreCase?: boolean;
+  /** grep -w: the match must not touch word characters on either side. */
+  wordMatch?: boolean;
+  /** grep -x: the match must span the whole line. */
+  lineMatch?: boolean;
+}
+
+/** Compiles grep patterns (any one may match); throws RegexSyntaxError with GNU wording. */
+export function compilePatterns(patterns: string[], options: PatternOptions = {}): CompiledPattern {
+  const nodes = patterns.map((pattern): Node => {
+    const cps = Array.from(pattern, (c) => c.codePointAt(0)!);
+    if (options.fixed) return { t: "cat", items: cps.map((cp): Node => ({ t: "char", cp })) };
+    return new PatternParser(cps, options.extended === true).parse();
+  });
+  let root: Node = nodes.length === 1 ? nodes[0] : { t: "alt", items: nodes };
+  if (options.wordMatch) {
+    root = { t: "cat", items: [{ t: "assert", kind: "notWordBefore" }, root, { t: "assert", kind: "notWordAfter" }] };
+  }
+  if (options.lineMatch) {
+    root = { t: "cat", items: [{ t: "assert", kind: "bol" }, root, { t: "assert", kind: "eol" }] };
+  }
+  return new CompiledPattern(compileProgram(root, options.ignoreCase === true));
+}
