@@ -19,3 +19,8 @@ export * from "./tasks/generator.js";
 export * from "./tasks/splits.js";
 export * from "./rewards/index.js";
 export type { Sandbox, AccessMode } from "./sandboxes/sandbox.js";
+export * from "./sandboxes/database.js";
+export * from "./sandboxes/filesystem.js";
+export * from "./sandboxes/terminal.js";
+export { randomPolicy } from "./rollout/policies/random.js";
+export { runChecks, CHECK_NAMES, type CheckReport, type CheckResult, type CheckOptions } from "./qa/checks.js";

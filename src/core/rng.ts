@@ -37,14 +37,10 @@ export interface RngState {
   s: [number, number, number, number];
 }
 
-const rotl = (x: number, k: number): number => ((x << k) | (x >>> (32 - k))) >>> 0;
-
 /** Seeded xoshiro128** generator with named sub-streams. */
 export class Rng {
-  private s0: number;
-  private s1: number;
-  private s2: number;
-  private s3: number;
+  // State as int32 words: V8 keeps them unboxed; outputs are converted to uint32 with >>> 0.
+  private readonly s = new Int32Array(4);
   /** The key this stream was derived from; forks extend it. */
   readonly key: string;
 
@@ -53,7 +49,7 @@ export class Rng {
     if ((state[0] | state[1] | state[2] | state[3]) === 0) {
       throw new ValidationError("invalid_argument", "xoshiro128** state must not be all zero");
     }
-    [this.s0, this.s1, this.s2, this.s3] = state.map((w) => w >>> 0) as [number, number, number, number];
+    this.s.set(state.map((w) => w | 0));
     this.key = key;
   }
 
@@ -101,21 +97,26 @@ export class Rng {
     return Rng.fromSeed((hi << 32n) | lo, `${this.key}/split`);
   }
 
-  /** Current state, for snapshots. */
+  /** Current state, for snapshots (words as uint32). */
   state(): RngState {
-    return { key: this.key, s: [this.s0, this.s1, this.s2, this.s3] };
+    const s = this.s;
+    return { key: this.key, s: [s[0]! >>> 0, s[1]! >>> 0, s[2]! >>> 0, s[3]! >>> 0] };
   }
 
   /** Next uniform 32-bit unsigned integer (the xoshiro128** output). */
   nextUint32(): number {
-    const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
-    const t = (this.s1 << 9) >>> 0;
-    this.s2 = (this.s2 ^ this.s0) >>> 0;
-    this.s3 = (this.s3 ^ this.s1) >>> 0;
-    this.s1 = (this.s1 ^ this.s2) >>> 0;
-    this.s0 = (this.s0 ^ this.s3) >>> 0;
-    this.s2 = (this.s2 ^ t) >>> 0;
-    this.s3 = rotl(this.s3, 11);
+    const s = this.s;
+    const s1 = s[1]!;
+    const x = Math.imul(s1, 5);
+    const result = Math.imul((x << 7) | (x >>> 25), 9) >>> 0;
+    const t = s1 << 9;
+    s[2]! ^= s[0]!;
+    s[3]! ^= s1;
+    s[1] = s1 ^ s[2]!;
+    s[0]! ^= s[3]!;
+    s[2]! ^= t;
+    const s3 = s[3]!;
+    s[3] = (s3 << 11) | (s3 >>> 21);
     return result;
   }
 

@@ -1,0 +1,196 @@
+/**
+ * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost and PRNG throughput.
+ * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
+ * written to bench/results.json and bench/RESULTS.md.
+ */
+import { writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import Database from "better-sqlite3";
+import { z } from "zod";
+import {
+  approximateTokenizer,
+  BaseEnvironment,
+  defineTool,
+  Rng,
+  runToolCall,
+  toStepRecord,
+  VirtualClock,
+  type JsonValue,
+  type TaskGenerator,
+  type ToolContext,
+  type VerifierResult,
+} from "../src/index.js";
+import { SqlDatabase } from "../src/sandboxes/database.js";
+import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
+import { Terminal } from "../src/sandboxes/terminal.js";
+import { formatNs, measure, type Measurement } from "./harness.js";
+
+interface Group {
+  title: string;
+  baseline: Measurement;
+  cases: Array<Measurement & { ratio: number }>;
+}
+
+const groups: Group[] = [];
+
+async function group(title: string, baseline: Measurement, cases: Measurement[]): Promise<void> {
+  const g = { title, baseline, cases: cases.map((c) => ({ ...c, ratio: Math.round((c.median_ns / baseline.median_ns) * 100) / 100 })) };
+  groups.push(g);
+  console.log(`\n${title}\n  baseline  ${baseline.name.padEnd(44)} ${formatNs(baseline.median_ns)}`);
+  for (const c of g.cases) console.log(`  x${String(c.ratio).padEnd(8)}${c.name.padEnd(44)} ${formatNs(c.median_ns)}`);
+}
+
+// ---- tool call overhead -------------------------------------------------------------------------
+const echo = defineTool({
+  name: "echo",
+  description: "Return the arguments.",
+  input: z.object({ text: z.string(), n: z.number().int() }),
+  effect: "read",
+  handler: (args) => ({ echoed: args.text, n: args.n }),
+});
+
+class EchoEnv extends BaseEnvironment<{ n: number }, { calls: number }> {
+  readonly info = { id: "bench-echo", version: "1.0.0", description: "benchmark", maxSteps: 1e9 };
+  readonly tasks: TaskGenerator<{ n: number }> = { families: ["bench-echo"], difficulties: ["easy"], generate: (id) => ({ n: id.index }) };
+  protected createWorld() { return { calls: 0 }; }
+  protected describeTask() { return "echo"; }
+  protected toolset() { return [echo]; }
+  protected evaluate(): VerifierResult { return { score: 0, passed: false, details: {} }; }
+  protected snapshotWorld(w: { calls: number }): JsonValue { return w; }
+  protected restoreWorld(s: JsonValue) { return s as { calls: number }; }
+}
+
+async function toolOverhead(): Promise<void> {
+  const args = { text: "hello world", n: 42 };
+  const ctx: ToolContext = { world: {}, task: {}, rng: Rng.fromSeed(1), clock: new VirtualClock(), step: 1, grants: new Set(), end: () => {}, reward: () => {} };
+  const tools = new Map([["echo", echo]]);
+  const options = { tools, ctx, rng: Rng.fromSeed(2), clock: new VirtualClock() };
+  const env = new EchoEnv();
+  const envApprox = new EchoEnv({ tokenizer: approximateTokenizer });
+  let observation = await env.reset("bench-echo/easy/seed-1", 1);
+  await envApprox.reset("bench-echo/easy/seed-1", 1);
+  const action = { type: "tool_call" as const, tool: "echo", args };
+  let step = 0;
+  await group(
+    "Tool call: framework overhead vs calling the handler directly",
+    await measure("handler called directly", () => echo.handler(args, ctx)),
+    [
+      await measure("middleware (validate..cost)", () => runToolCall("echo", args, options)),
+      await measure("env.step (middleware, rewards, o200k tokens)", () => env.step(action)),
+      await measure("env.step + trajectory record", async () => {
+        const result = await env.step(action);
+        toStepRecord({ episodeId: "ep", taskId: "bench-echo/easy/seed-1", envVersion: "1.0.0", step: ++step, observation, action, result });
+        observation = result.observation;
+      }),
+      await measure("env.step (approximate tokenizer)", () => envApprox.step(action)),
+    ],
+  );
+}
+
+// ---- SQLite sandbox snapshot + restore -----------------------------------------------------------
+async function sqliteSnapshot(): Promise<void> {
+  const schema = `
+    CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, tier TEXT NOT NULL);
+    CREATE TABLE invoices (id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(id), amount_cents INTEGER NOT NULL, status TEXT NOT NULL);`;
+  const rng = Rng.fromSeed(7);
+  const fill = (run: (sql: string, params: unknown[]) => void) => {
+    for (let i = 1; i <= 1000; i++) run("INSERT INTO customers VALUES (?, ?, ?, ?)", [i, `Customer ${i}`, `c${i}@example.com`, rng.pick(["free", "pro", "team"])]);
+    for (let i = 1; i <= 5000; i++) run("INSERT INTO invoices VALUES (?, ?, ?, ?)", [i, rng.int(1, 1000), rng.int(100, 99_999), rng.pick(["paid", "open", "void"])]);
+  };
+  const raw = new Database(":memory:");
+  raw.exec(schema);
+  raw.transaction(() => fill((sql, p) => raw.prepare(sql).run(...p)))();
+  const db = new SqlDatabase();
+  db.exec(schema);
+  db.transaction(() => fill((sql, p) => db.run(sql, p)));
+  const snap = db.snapshot();
+  const other = SqlDatabase.fromSnapshot(snap);
+  other.run("UPDATE invoices SET status = 'refunded' WHERE id % 50 = 0");
+  await group(
+    `SQLite sandbox snapshot + restore (6,000 rows, ${Math.round(raw.serialize().length / 1024)} KiB)`,
+    await measure("raw better-sqlite3 serialize + deserialize", () => new Database(raw.serialize()).close()),
+    [
+      await measure("SqlDatabase snapshot() + restore()", () => other.restore(db.snapshot())),
+      await measure("diffDatabases (100 changed rows)", async () => (await import("../src/sandboxes/database.js")).diffDatabases(db, other)),
+    ],
+  );
+}
+
+// ---- file system and terminal snapshot + restore -------------------------------------------------
+async function terminalSnapshot(): Promise<void> {
+  const fs = new MemoryFileSystem();
+  const files = new Map<string, string>();
+  const rng = Rng.fromSeed(9);
+  for (let d = 0; d < 10; d++) {
+    fs.mkdir(`/var/log/host${d}`, { parents: true });
+    for (let f = 0; f < 30; f++) {
+      const content = Array.from({ length: 16 }, (_, i) => `Jan 5 09:0${i % 10}:00 host${d} sshd[${rng.int(100, 999)}]: Failed password for root from 10.0.${d}.${f}\n`).join("");
+      fs.writeFile(`/var/log/host${d}/auth.${f}.log`, content);
+      files.set(`/var/log/host${d}/auth.${f}.log`, content);
+    }
+  }
+  const terminal = new Terminal(fs, { cwd: "/var/log" });
+  const bytes = [...files.values()].reduce((a, c) => a + c.length, 0);
+  await group(
+    `File system + terminal snapshot + restore (300 files, ${Math.round(bytes / 1024)} KiB)`,
+    await measure("structuredClone of a Map of the same files", () => structuredClone(files)),
+    [
+      await measure("MemoryFileSystem snapshot() + restore()", () => fs.restore(fs.snapshot())),
+      await measure("Terminal + file system snapshot + restore", () => {
+        const state = { fs: fs.snapshot(), terminal: terminal.snapshot() };
+        fs.restore(state.fs);
+        terminal.restore(state.terminal);
+      }),
+      await measure("terminal: grep -c Failed host3/*.log | sort -t: -k2 -n | tail -3", () => terminal.run("grep -c Failed host3/*.log | sort -t: -k2 -n | tail -3")),
+    ],
+  );
+}
+
+// ---- PRNG throughput -------------------------------------------------------------------------------
+async function prng(): Promise<void> {
+  const rng = Rng.fromSeed(1);
+  const N = 1000;
+  const loop = (fn: () => number) => () => {
+    let acc = 0;
+    for (let i = 0; i < N; i++) acc += fn();
+    return acc;
+  };
+  const base = await measure(`Math.random() x${N}`, loop(Math.random));
+  await group(
+    "PRNG throughput (xoshiro128**) vs Math.random",
+    base,
+    [
+      await measure(`rng.nextUint32() x${N}`, loop(() => rng.nextUint32())),
+      await measure(`rng.float() x${N}`, loop(() => rng.float())),
+      await measure(`rng.int(0, 99) x${N}`, loop(() => rng.int(0, 99))),
+      await measure("Rng.fromKey(env, taskId, seed) x1 (stream derivation)", () => Rng.fromKey("env", "env/easy/seed-1", 1)),
+    ],
+  );
+  const g = groups.at(-1) as Group;
+  for (const c of g.cases.slice(0, 3)) console.log(`  ${c.name}: ${((N / c.median_ns) * 1e3).toFixed(1)} M numbers/s`);
+}
+
+await toolOverhead();
+await sqliteSnapshot();
+await terminalSnapshot();
+await prng();
+
+const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups }, null, 2)}\n`);
+const md = [
+  "# Benchmark results",
+  "",
+  `Written by \`npm run bench\`. Node ${meta.node}, ${meta.cores} cores (${meta.cpu}). ${meta.note}.`,
+  ...groups.flatMap((g) => [
+    "",
+    `## ${g.title}`,
+    "",
+    "| case | median | ratio to baseline |",
+    "|---|---|---|",
+    `| baseline: ${g.baseline.name} | ${formatNs(g.baseline.median_ns)} | 1 |`,
+    ...g.cases.map((c) => `| ${c.name} | ${formatNs(c.median_ns)} | ${c.ratio} |`),
+  ]),
+  "",
+].join("\n");
+writeFileSync(new URL("./RESULTS.md", import.meta.url), md);
+console.log("\nwrote bench/results.json and bench/RESULTS.md");
