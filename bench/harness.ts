@@ -29,7 +29,8 @@ export async function measure(name: string, fn: () => unknown, options: { batche
     }
     ops *= 2;
   }
-  await timeBatch(fn, ops); // warm-up
+  // Warm up for a while: V8 needs many calls before it settles on optimized code.
+  for (let spent = 0; spent < 300e6; ) spent += await timeBatch(fn, ops);
   const perOp: number[] = [];
   for (let i = 0; i < batches; i++) perOp.push((await timeBatch(fn, ops)) / ops);
   perOp.sort((a, b) => a - b);

@@ -185,7 +185,9 @@ const SnapshotSchema = z.object({
 interface RunningEpisode<Task, World> extends Episode<Task, World> {
   toolRng: Rng;
   tokens: number;
-  /** This task's tool profile overrides, validated once per episode. */
+  /** This episode's tools by name, grants and validated profile overrides: fixed at reset. */
+  tools: ReadonlyMap<string, AnyTool<World, Task>>;
+  grants: ReadonlySet<string>;
   overrides: ToolOverrides;
   status: EnvironmentSnapshot["status"];
   calls: CallRecord[];
@@ -212,7 +214,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected abstract createWorld(episode: Omit<Episode<Task, never>, "world">): World | Promise<World>;
   /** The first observation's text: the task as the agent sees it. */
   protected abstract describeTask(episode: Episode<Task, World>): string;
-  /** The tools of this episode (may depend on the task). */
+  /** The tools of this episode (may depend on the task). Called once per episode, at reset and restore. */
   protected abstract toolset(episode: Episode<Task, World>): readonly AnyTool<World, Task>[];
   /** Score the episode once it ended (terminated or truncated). Score 1 means the task was solved. */
   protected abstract evaluate(episode: Episode<Task, World>): VerifierResult | Promise<VerifierResult>;
@@ -225,7 +227,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected onMessage(_content: string, _episode: Episode<Task, World>): MessageOutcome | Promise<MessageOutcome> {
     return { rendered: "Final answer recorded.", end: "final_answer" };
   }
-  /** Permissions granted in this episode. Default: every permission the tools name. */
+  /** Permissions granted in this episode (once, at reset and restore). Default: every permission the tools name. */
   protected grants(episode: Episode<Task, World>): ReadonlySet<string> {
     return new Set(this.toolset(episode).flatMap((t) => (t.permission ? [t.permission] : [])));
   }
@@ -328,8 +330,8 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     };
     const world = await this.createWorld(partial);
     this.dispose();
-    const overrides = this.checkedOverrides({ ...partial, world });
-    const episode: RunningEpisode<Task, World> = { ...partial, world, toolRng: stream.fork("tools"), status: "running", tokens: 0, overrides };
+    const setup = this.setUpTools({ ...partial, world });
+    const episode: RunningEpisode<Task, World> = { ...partial, world, toolRng: stream.fork("tools"), status: "running", tokens: 0, ...setup };
     this.current = episode;
     const observation = this.observe(this.describeTask(episode), "task");
     episode.tokens = observation.tokens;
@@ -458,18 +460,18 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       };
     });
     const world = asSnapshotError(() => this.restoreWorld(cloneJson(snap.world), episode.task));
-    const overrides = this.checkedOverrides({ ...episode, world });
+    const setup = this.setUpTools({ ...episode, world });
     this.dispose();
-    this.current = { ...episode, world, overrides };
+    this.current = { ...episode, world, ...setup };
   }
 
   tools(): ToolSpec[] {
-    return this.toolset(this.require()).map((t) => t.spec());
+    return [...this.require().tools.values()].map((t) => t.spec());
   }
 
   /** The declared tools of the current episode (OpenAI / MCP forms come from these). */
   toolDefinitions(): readonly AnyTool<World, Task>[] {
-    return this.toolset(this.require());
+    return [...this.require().tools.values()];
   }
 
   async close(): Promise<void> {
@@ -506,19 +508,18 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     args: Record<string, unknown>,
     components: RewardComponents,
   ): Promise<ToolResult> {
-    const tools = new Map(this.toolset(ep).map((t) => [t.name, t] as const));
     const ctx: ToolContext<World, Task> = {
       world: ep.world,
       task: ep.task,
       rng: ep.rng,
       clock: ep.clock,
       step: ep.step,
-      grants: this.grants(ep),
+      grants: ep.grants,
       end: (reason) => this.end(ep, reason),
       reward: (component, value) => this.addComponents(components, { [component]: value }),
     };
     const result = await runToolCall(name, args, {
-      tools,
+      tools: ep.tools,
       ctx: ctx as ToolContext<unknown, unknown>,
       rng: ep.toolRng,
       clock: ep.clock,
@@ -530,8 +531,13 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     return result;
   }
 
-  /** Validate the task's tool overrides once, so a bad profile fails at reset, not mid-episode. */
-  private checkedOverrides(episode: Episode<Task, World>): ToolOverrides {
+  /** The episode's tools, grants and overrides; a bad override fails here, at reset, not mid-episode. */
+  private setUpTools(episode: Episode<Task, World>): Pick<RunningEpisode<Task, World>, "tools" | "grants" | "overrides"> {
+    const tools = new Map<string, AnyTool<World, Task>>();
+    for (const tool of this.toolset(episode)) {
+      if (tools.has(tool.name)) throw new ValidationError("invalid_config", `${this.info.id}: two tools are named "${tool.name}"`);
+      tools.set(tool.name, tool);
+    }
     const overrides = this.toolOverrides(episode);
     for (const [tool, override] of Object.entries(overrides)) {
       const checks = [
@@ -543,7 +549,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         throw new ValidationError("invalid_config", `${this.info.id}: bad tool override for "${tool}": ${JSON.stringify(override)}`);
       }
     }
-    return overrides;
+    return { tools, grants: this.grants(episode), overrides };
   }
 
   private addComponents(target: RewardComponents, extra: RewardComponents | undefined): void {
