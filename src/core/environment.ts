@@ -329,8 +329,14 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       endReason: null,
     };
     const world = await this.createWorld(partial);
+    let setup: ReturnType<typeof this.setUpTools>;
+    try {
+      setup = this.setUpTools({ ...partial, world });
+    } catch (error) {
+      this.disposeWorld(world);
+      throw error;
+    }
     this.dispose();
-    const setup = this.setUpTools({ ...partial, world });
     const episode: RunningEpisode<Task, World> = { ...partial, world, toolRng: stream.fork("tools"), status: "running", tokens: 0, ...setup };
     this.current = episode;
     const observation = this.observe(this.describeTask(episode), "task");
