@@ -1,15 +1,7 @@
+import { errorCode as codeOf } from "../helpers.js";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_EPOCH_MS, LlmixError, ValidationError, VirtualClock, type ClockState } from "../../src/index.js";
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as LlmixError).code;
-  }
-  return undefined;
-}
 
 describe("VirtualClock", () => {
   it("starts at the fixed epoch, never the host clock", () => {

@@ -1,3 +1,4 @@
+import { errorCode as codeOf } from "../helpers.js";
 import { describe, expect, it } from "vitest";
 import { EnvironmentRegistry, LlmixError, NotFoundError, ValidationError, assertSemver, entryFor, type EnvironmentEntry } from "../../src/index.js";
 import { TinyEnv } from "../fixtures/tiny-env.js";
@@ -7,15 +8,6 @@ function entry(id: string, version = "1.0.0"): EnvironmentEntry {
   return { id, version, description: id, create: (options) => new TinyEnv(options) };
 }
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LlmixError);
-    return (error as LlmixError).code;
-  }
-  return "(no error)";
-}
 
 describe("assertSemver", () => {
   it.each(["0.0.0", "1.2.3", "10.20.30", "1.0.0-rc.1", "1.0.0+build.5", "1.0.0-alpha+001"])("accepts %s", (v) => {

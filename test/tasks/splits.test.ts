@@ -1,18 +1,10 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { errorCode as code } from "../helpers.js";
 import { describe, expect, it } from "vitest";
 import { EVAL_FRACTION, LlmixError, SPLITS, ValidationError, parseSplit, parseTaskId, sampleTaskIds, splitOf } from "../../src/index.js";
 
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as LlmixError).code;
-  }
-  return undefined;
-}
 
 describe("splitOf", () => {
   it("is deterministic and pinned", () => {

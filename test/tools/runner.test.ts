@@ -1,3 +1,4 @@
+import { RecordingSandbox } from "../fixtures/tiny-env.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
@@ -24,19 +25,6 @@ interface Harness {
   call(name: string, args: unknown, extra?: { overrides?: ToolOverrides; realLatencyScale?: number }): Promise<ToolResult>;
 }
 
-class RecordingSandbox implements Sandbox {
-  readonly modes: string[] = [];
-  snapshot(): JsonValue {
-    return null;
-  }
-  restore(): void {}
-  setAccess(mode: "read" | "write"): void {
-    this.modes.push(mode);
-  }
-  get current(): string | undefined {
-    return this.modes.at(-1);
-  }
-}
 
 function harness(tools: AnyTool[], options: { grants?: string[]; seed?: number } = {}): Harness {
   const rng = Rng.fromKey("runner-test", options.seed ?? 1);
