@@ -1,6 +1,6 @@
 import { errorCode as codeOf } from "../helpers.js";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_EPOCH_MS, LlmixError, ValidationError, VirtualClock, type ClockState } from "../../src/index.js";
+import { DEFAULT_EPOCH_MS, VirtualClock, type ClockState } from "../../src/index.js";
 
 
 describe("VirtualClock", () => {

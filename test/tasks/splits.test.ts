@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { errorCode as code } from "../helpers.js";
 import { describe, expect, it } from "vitest";
-import { EVAL_FRACTION, LlmixError, SPLITS, ValidationError, parseSplit, parseTaskId, sampleTaskIds, splitOf } from "../../src/index.js";
+import { EVAL_FRACTION, SPLITS, ValidationError, parseSplit, parseTaskId, sampleTaskIds, splitOf } from "../../src/index.js";
 
 
 describe("splitOf", () => {

@@ -10,7 +10,6 @@ import {
   runToolCall,
   type AnyTool,
   type JsonValue,
-  type Sandbox,
   type ToolContext,
   type ToolDeclaration,
   type ToolOverrides,
