@@ -8,7 +8,9 @@
  * - `step(action)` validates the action, runs tool calls through the middleware, applies process
  *   reward components, truncates at `maxSteps`, and scores the outcome once the episode ends.
  *   `reward` is always the sum of `rewardComponents`; every declared component appears in every step.
- * - `step` before `reset`, or after the episode ended, throws a LifecycleError.
+ * - `step` before `reset` throws a LifecycleError. A step after the episode ended changes nothing and
+ *   is answered with an error observation (`info.error.code` "episode_ended") and the `invalid_call`
+ *   component, so a batched training loop never crashes; `strictLifecycle` makes it throw instead.
  * - `snapshot()` captures everything (world, RNG streams, clock, step, call log); `restore()` continues
  *   from it byte-for-byte, in this instance or any other.
  *
@@ -95,6 +97,8 @@ export interface EnvironmentOptions {
   processRewards?: Partial<ProcessRewardWeights>;
   /** When false, the outcome is not scored (used for the reference replay itself). Default true. */
   scoring?: boolean;
+  /** Throw LifecycleError("episode_ended") on a step after the end instead of answering it. Default false. */
+  strictLifecycle?: boolean;
 }
 
 /** One tool call as the episode logged it; verifiers read this for process checks (order of calls). */
@@ -346,11 +350,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
 
   async step(action: Action): Promise<StepResult> {
     const ep = this.require();
-    if (ep.status !== "running") {
-      throw new LifecycleError("episode_ended", `the episode already ${ep.status} (${ep.endReason ?? "no reason"}); call reset first`, {
-        status: ep.status,
-      });
-    }
+    if (ep.status !== "running") return this.afterEnd(ep);
     ep.step += 1;
     const weights = this.processRewards;
     const components: RewardComponents = Object.fromEntries(Object.keys(this.componentBounds()).map((k) => [k, 0]));
@@ -535,6 +535,22 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     });
     ep.calls.push({ step: ep.step, tool: name, args: toJson(args), status: result.status, at: ep.clock.now() });
     return result;
+  }
+
+  /** A step after the end: nothing changes; the answer repeats the end state and says what to do. */
+  private afterEnd(ep: RunningEpisode<Task, World>): StepResult {
+    const message = `The episode already ${ep.status} (${ep.endReason ?? "no reason"}); this action was not applied. Call reset to start a new episode.`;
+    if (this.options.strictLifecycle) throw new LifecycleError("episode_ended", message, { status: ep.status });
+    const components: RewardComponents = Object.fromEntries(Object.keys(this.componentBounds()).map((k) => [k, 0]));
+    components.invalid_call = this.processRewards.invalidCall;
+    return {
+      observation: this.observe(message, "error"),
+      reward: this.sum(components),
+      rewardComponents: components,
+      terminated: ep.status === "terminated",
+      truncated: ep.status === "truncated",
+      info: { error: { code: "episode_ended", message }, end_reason: ep.endReason },
+    };
   }
 
   /** The episode's tools, grants and overrides; a bad override fails here, at reset, not mid-episode. */

@@ -5,7 +5,6 @@
  */
 import Ajv from "ajv/dist/2020.js";
 import type { Action, Observation, StepResult } from "../core/contract.js";
-import { LifecycleError } from "../core/errors.js";
 import { canonicalJson, fingerprint } from "../core/json.js";
 import type { Policy } from "../core/policy.js";
 import type { AnyEnvironment, EnvironmentEntry } from "../core/registry.js";
@@ -318,12 +317,12 @@ const CHECKS: Record<string, Check> = {
       for (let i = 0; i < limit; i++) results.push(await env.step({ type: "noop" } as unknown as Action));
       const last = results.at(-1) as StepResult;
       const early = results.slice(0, -1).some((r) => r.terminated || r.truncated);
-      let refused = false;
-      try {
-        await env.step({ type: "message", content: "one more" });
-      } catch (error) {
-        refused = error instanceof LifecycleError || (error as { code?: string }).code === "episode_ended";
-      }
+      // A step after the end must be refused without changing anything.
+      const before = fingerprint(await env.snapshot());
+      const after = await env.step({ type: "message", content: "one more" });
+      const refused =
+        (after.info.error as { code?: string } | undefined)?.code === "episode_ended" &&
+        after.truncated && !after.terminated && fingerprint(await env.snapshot()) === before;
       const ok = !early && last.truncated && !last.terminated && refused;
       return {
         passed: ok,

@@ -70,25 +70,42 @@ describe("lifecycle", () => {
     expect((await rejection(() => env.tools())).code).toBe("episode_not_started");
   });
 
-  it("step after termination throws episode_ended", async () => {
+  it("a step after termination is answered with an episode_ended error observation and changes nothing", async () => {
     const env = await started();
     const r = await env.step({ type: "message", content: "DONE" });
     expect(r.terminated).toBe(true);
     expect(r.info.end_reason).toBe("final_answer");
+    const before = await env.snapshot();
+    const again = await env.step({ type: "message", content: "again" });
+    expect(again.info.error).toMatchObject({ code: "episode_ended" });
+    expect(again.observation.rendered).toMatch(/already terminated \(final_answer\); this action was not applied/);
+    expect(again.observation.source).toBe("error");
+    expect(again.terminated).toBe(true);
+    expect(again.truncated).toBe(false);
+    expect(again.rewardComponents.invalid_call).toBeLessThan(0);
+    expect(again.rewardComponents.task).toBe(0);
+    expect(again.reward).toBe(Object.values(again.rewardComponents).reduce((a, b) => a + b, 0));
+    // the refused step did not count
+    expect(await env.snapshot()).toEqual(before);
+    expect((await env.snapshot()).step).toBe(1);
+  });
+
+  it("with strictLifecycle a step after the end throws episode_ended", async () => {
+    const env = await started({ strictLifecycle: true });
+    await env.step({ type: "message", content: "DONE" });
     const error = await rejection(env.step({ type: "message", content: "again" }));
     expect(error).toBeInstanceOf(LifecycleError);
     expect(error.code).toBe("episode_ended");
     expect(error.details).toEqual({ status: "terminated" });
-    // the failed step did not count
-    expect((await env.snapshot()).step).toBe(1);
   });
 
-  it("step after truncation throws episode_ended", async () => {
+  it("a step after truncation is answered, not applied", async () => {
     const env = await started({ maxSteps: 1 });
     expect((await env.step({ type: "message", content: "hi" })).truncated).toBe(true);
-    const error = await rejection(env.step({ type: "message", content: "hi" }));
-    expect(error.code).toBe("episode_ended");
-    expect(error.details).toEqual({ status: "truncated" });
+    const again = await env.step({ type: "message", content: "hi" });
+    expect(again.info.error).toMatchObject({ code: "episode_ended" });
+    expect(again.truncated).toBe(true);
+    expect(again.terminated).toBe(false);
   });
 
   it("everything after close throws environment_closed", async () => {
@@ -560,7 +577,7 @@ describe("snapshot / restore", () => {
     const snap = await env.snapshot();
     const other = new TinyEnv();
     await other.restore(snap);
-    expect((await rejection(other.step({ type: "message", content: "x" }))).code).toBe("episode_ended");
+    expect((await other.step({ type: "message", content: "x" })).info.error).toMatchObject({ code: "episode_ended" });
   });
 
   it("the snapshot is JSON and holds the world, RNG, clock, calls and messages", async () => {
