@@ -24,6 +24,8 @@ import { SqlDatabase } from "../src/sandboxes/database.js";
 import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
 import { Terminal } from "../src/sandboxes/terminal.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
+import { envLatency, type EnvLatency } from "./env-latency.js";
+import inventoryRestock from "../examples/inventory-restock.js";
 
 interface Group {
   title: string;
@@ -177,13 +179,34 @@ async function prng(): Promise<void> {
   for (const c of g.cases.slice(0, 3)) console.log(`  ${c.name}: ${((N / c.median_ns) * 1e3).toFixed(1)} M numbers/s`);
 }
 
+// ---- environment latency: p50/p99 per operation --------------------------------------------------
+const latencies: EnvLatency[] = [];
+async function environmentLatency(): Promise<void> {
+  const cases = [
+    { entry: inventoryRestock, difficulty: "medium", readAction: { type: "tool_call" as const, tool: "list_stock", args: {} } },
+  ];
+  console.log("\nEnvironment latency (p50 / p99 per operation; baseline: the inventory-restock example)");
+  for (const c of cases) {
+    const l = await envLatency(c.entry, { difficulty: c.difficulty, readAction: c.readAction });
+    latencies.push(l);
+    const base = latencies[0] as EnvLatency;
+    const row = (name: string, s: { p50_us: number; p99_us: number }, b: { p50_us: number }) =>
+      `    ${name.padEnd(18)} p50 ${String(s.p50_us).padStart(8)} µs  p99 ${String(s.p99_us).padStart(8)} µs  x${Math.round((s.p50_us / b.p50_us) * 100) / 100}`;
+    console.log(`  ${l.env} (${l.difficulty}, ${l.reset.samples} samples)`);
+    console.log(row("reset", l.reset, base.reset));
+    console.log(row("read-tool step", l.read_step, base.read_step));
+    console.log(row("snapshot+restore", l.snapshot_restore, base.snapshot_restore));
+  }
+}
+
 await toolOverhead();
 await sqliteSnapshot();
 await terminalSnapshot();
 await prng();
+await environmentLatency();
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -197,6 +220,16 @@ const md = [
     `| baseline: ${g.baseline.name} | ${formatNs(g.baseline.median_ns)} | 1 |`,
     ...g.cases.map((c) => `| ${c.name} | ${formatNs(c.median_ns)} | ${c.ratio} |`),
   ]),
+  "",
+  "## Environment latency (per operation; ratio of p50 to the inventory-restock example)",
+  "",
+  "| env | difficulty | reset p50 / p99 | read-tool step p50 / p99 | snapshot+restore p50 / p99 |",
+  "|---|---|---|---|---|",
+  ...latencies.map((l) => {
+    const base = latencies[0] as EnvLatency;
+    const cell = (s: { p50_us: number; p99_us: number }, b: { p50_us: number }) => `${s.p50_us} / ${s.p99_us} µs (x${Math.round((s.p50_us / b.p50_us) * 100) / 100})`;
+    return `| ${l.env} | ${l.difficulty} | ${cell(l.reset, base.reset)} | ${cell(l.read_step, base.read_step)} | ${cell(l.snapshot_restore, base.snapshot_restore)} |`;
+  }),
   "",
 ].join("\n");
 writeFileSync(new URL("./RESULTS.md", import.meta.url), md);
