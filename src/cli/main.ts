@@ -156,13 +156,16 @@ export function buildProgram(): Command {
       const reports: CheckReport[] = [];
       for (const entry of entries) {
         const bar = progressBar(entry.id);
+        const started = process.hrtime.bigint();
+        const rate = (episodes: number) => (episodes / Math.max(1e-3, Number(process.hrtime.bigint() - started) / 1e9)).toFixed(1);
         reports.push(
           await runChecks(entry, {
             samples: opts.samples,
             onCheck: (name, index, total) => {
-              if (index === 0) bar?.start(total, 0, { check: name });
+              if (index === 0) bar?.start(total, 0, { check: name, episodes: 0, rate: "0.0" });
               else bar?.update(index, { check: name });
             },
+            onEpisode: (episodes) => bar?.update({ episodes, rate: rate(episodes) }),
           }),
         );
         bar?.stop();
@@ -187,7 +190,7 @@ async function moduleEnvIds(registry: EnvironmentRegistry, modules: string[] | u
 function progressBar(label: string): cliProgress.SingleBar | null {
   if (!process.stderr.isTTY) return null;
   return new cliProgress.SingleBar(
-    { stream: process.stderr, format: `${label} [{bar}] {value}/{total} checks · {eta_formatted} left · {check}`, hideCursor: true, clearOnComplete: true },
+    { stream: process.stderr, format: `${label} [{bar}] {value}/{total} checks · {episodes} episodes ({rate}/s) · {eta_formatted} left · {check}`, hideCursor: true, clearOnComplete: true },
     cliProgress.Presets.shades_classic,
   );
 }

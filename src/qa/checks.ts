@@ -38,6 +38,8 @@ export interface CheckOptions {
   samples?: number;
   /** Called before each check starts, for progress display. */
   onCheck?: (name: string, index: number, total: number) => void;
+  /** Called after every episode any check plays, with the running count. */
+  onEpisode?: (episodes: number) => void;
 }
 
 /** Mean outcome a probe or the random policy may reach at most. */
@@ -60,10 +62,12 @@ type Check = (ctx: CheckContext) => Promise<Omit<CheckResult, "name">>;
 /** Shared state of one run: the entry, sampled ids, and every step result seen (for reward bounds). */
 class CheckContext {
   readonly seen: Array<{ source: string; result: StepResult }> = [];
+  private episodes = 0;
   constructor(
     readonly entry: EnvironmentEntry,
     readonly samples: number,
     readonly difficulties: readonly string[],
+    private readonly onEpisode?: (episodes: number) => void,
   ) {}
 
   /** `n` train ids per difficulty. */
@@ -102,6 +106,7 @@ class CheckContext {
       const initial = await env.reset(id, seed);
       const run = await runPolicy(env, makePolicy(env), { maxSteps: env.maxSteps, initial });
       for (const t of run.transitions) this.seen.push({ source: options.source ?? "episode", result: t.result });
+      this.onEpisode?.(++this.episodes);
       return { initial, transitions: run.transitions, snapshot: fingerprint(await env.snapshot()) };
     } finally {
       if (!options.env) await env.close();
@@ -445,7 +450,7 @@ export async function runChecks(entry: EnvironmentEntry, options: CheckOptions =
   const probeNames = Object.keys(probeEnv.probes());
   await probeEnv.close();
 
-  const ctx = new CheckContext(entry, options.samples ?? 10, difficulties);
+  const ctx = new CheckContext(entry, options.samples ?? 10, difficulties, options.onEpisode);
   const plan: Array<[string, Check]> = [];
   for (const [name, check] of Object.entries(CHECKS)) {
     if (name === "reward-bounds") {
