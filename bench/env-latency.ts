@@ -3,7 +3,7 @@
  * read-tool step, and snapshot + restore. Tail latency matters to a trainer stepping thousands of
  * episodes, so each operation is timed on its own rather than in batches.
  */
-import type { Action } from "../src/core/contract.js";
+import type { Action, Observation, StepResult } from "../src/core/contract.js";
 import type { EnvironmentEntry } from "../src/core/registry.js";
 import { sampleTaskIds } from "../src/tasks/splits.js";
 
@@ -33,10 +33,13 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - start);
 }
 
-/** Measure reset, one read-tool step and snapshot+restore on `samples` tasks of one difficulty. */
+/**
+ * Measure reset, one read-tool step and snapshot+restore on `samples` tasks of one difficulty. The read
+ * step is the reference solver's first read tool call: a real, task-specific read.
+ */
 export async function envLatency(
   entry: EnvironmentEntry,
-  options: { difficulty: string; readAction: Action; samples?: number; warmup?: number },
+  options: { difficulty: string; samples?: number; warmup?: number },
 ): Promise<EnvLatency> {
   const env = entry.create({ maxSteps: 1000 });
   const family = env.tasks.families[0] as string;
@@ -47,8 +50,23 @@ export async function envLatency(
   const step: number[] = [];
   const snapRestore: number[] = [];
   for (const [i, id] of ids.entries()) {
-    const r = await timed(() => env.reset(id, i));
-    const s = await timed(() => env.step(options.readAction));
+    let observation: Observation | undefined;
+    const r = await timed(async () => (observation = await env.reset(id, i)));
+    // Follow the reference solver (untimed) up to its first read tool call, and time that step.
+    const solver = env.referenceSolver();
+    const tools = env.tools();
+    const history: Array<{ action: Action; result: StepResult }> = [];
+    let s = Number.NaN;
+    for (let step = 1; step <= 20 && Number.isNaN(s); step++) {
+      const action = await solver.act({ step, observation: observation as Observation, tools, history });
+      const isRead = action.type === "tool_call" && tools.find((t) => t.name === action.tool)?.effect === "read";
+      let result: StepResult | undefined;
+      const t = await timed(async () => (result = await env.step(action)));
+      if (isRead) s = t;
+      history.push({ action, result: result as StepResult });
+      observation = (result as StepResult).observation;
+    }
+    if (Number.isNaN(s)) throw new Error(`${entry.id}: the reference solver made no read tool call in 20 steps`);
     const c = await timed(async () => env.restore(await env.snapshot()));
     if (i >= warmup) {
       reset.push(r);

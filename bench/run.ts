@@ -26,6 +26,7 @@ import { Terminal } from "../src/sandboxes/terminal.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import inventoryRestock from "../examples/inventory-restock.js";
+import { builtinRegistry } from "../src/envs/index.js";
 
 interface Group {
   title: string;
@@ -183,11 +184,12 @@ async function prng(): Promise<void> {
 const latencies: EnvLatency[] = [];
 async function environmentLatency(): Promise<void> {
   const cases = [
-    { entry: inventoryRestock, difficulty: "medium", readAction: { type: "tool_call" as const, tool: "list_stock", args: {} } },
+    { entry: inventoryRestock, difficulty: "medium" },
+    ...builtinRegistry().list().map((entry) => ({ entry, difficulty: "medium" })),
   ];
   console.log("\nEnvironment latency (p50 / p99 per operation; baseline: the inventory-restock example)");
   for (const c of cases) {
-    const l = await envLatency(c.entry, { difficulty: c.difficulty, readAction: c.readAction });
+    const l = await envLatency(c.entry, { difficulty: c.difficulty });
     latencies.push(l);
     const base = latencies[0] as EnvLatency;
     const row = (name: string, s: { p50_us: number; p99_us: number }, b: { p50_us: number }) =>
