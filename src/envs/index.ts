@@ -3,9 +3,10 @@
  * this registry and add user modules (`--module PATH`) on top.
  */
 import { EnvironmentRegistry, type EnvironmentEntry } from "../core/registry.js";
+import billingDispute from "./billing-dispute/index.js";
 
 /** Entries of every built-in environment. */
-export const BUILTIN_ENVIRONMENTS: readonly EnvironmentEntry[] = [];
+export const BUILTIN_ENVIRONMENTS: readonly EnvironmentEntry[] = [billingDispute];
 
 /** A fresh registry holding the built-in environments. */
 export function builtinRegistry(): EnvironmentRegistry {

@@ -1,0 +1,11 @@
+/** The billing-dispute environment: registry entry and public API. */
+import { entryFor } from "../../core/registry.js";
+import { BillingDispute } from "./env.js";
+
+export { BillingDispute, type BillingDisputeOptions } from "./env.js";
+export { generateBillingTask, billingTasks, FAMILIES, VARIANTS, DIFFICULTIES, variantsFor, type Task, type Family, type Variant } from "./tasks.js";
+export { RULES, renderPolicy, remedyFor, formatUsd, COMMUNICATION } from "./policy.js";
+export { ScriptedCustomer, type CustomerModel, type CustomerTurn, type CustomerView } from "./customer.js";
+
+export const billingDisputeEntry = entryFor(BillingDispute);
+export default billingDisputeEntry;

@@ -1,0 +1,153 @@
+/**
+ * The outcome verifier: gate(compliance, product(state, communication)).
+ *
+ * - compliance: no policy violation recorded during the episode (change before verification, verification
+ *   with details the customer never gave, ineligible or injected change, false claim) and a note after
+ *   any account change. Any violation zeroes the outcome.
+ * - state: the billing tables equal the reference solver's final state (rows compared as multisets,
+ *   ignoring surrogate ids, generated reference ids, timestamps and free-text fields).
+ * - communication: the agent told the customer every item the policy requires for the remedy
+ *   (share of items found; all are needed to pass).
+ */
+import type { JsonValue } from "../../core/json.js";
+import { canonicalJson } from "../../core/json.js";
+import { dumpDatabase, type Row } from "../../sandboxes/database.js";
+import { gate, product } from "../../rewards/compose.js";
+import { stateDiff, type StateDiffOutcome } from "../../rewards/state-diff.js";
+import { defineVerifier, type Verifier } from "../../rewards/verifier.js";
+import { mentionsAmount, REFUSAL } from "./customer.js";
+import { COMMUNICATION, RULES } from "./policy.js";
+import type { Task } from "./tasks.js";
+import type { Session, Violation } from "./world.js";
+import type { SqlDatabase } from "../../sandboxes/database.js";
+
+export interface VerifyInput {
+  task: Task;
+  db: SqlDatabase;
+  session: Session;
+  /** The reference solver's final world (snapshotWorld JSON). */
+  reference: () => Promise<JsonValue>;
+}
+
+/** Columns that legitimately differ between two correct episodes. */
+export const IGNORED_COLUMNS: Record<string, readonly string[]> = {
+  refunds: ["id", "ref", "reason", "created_at"],
+  credits: ["id", "ref", "reason", "created_at"],
+  escalations: ["id", "ref", "summary", "created_at"],
+};
+/** Tables not compared: the audit trail (free text, checked by compliance) and verification attempts. */
+export const IGNORED_TABLES = ["account_notes", "verification_log"];
+
+/** The billing tables as sorted multisets of canonical rows, without the ignored columns. */
+export function billingState(db: SqlDatabase | JsonValue): Record<string, string[]> {
+  const dump = dumpDatabase(db, { ignoreTables: IGNORED_TABLES });
+  const out: Record<string, string[]> = {};
+  for (const [table, rows] of Object.entries(dump)) {
+    const drop = new Set(IGNORED_COLUMNS[table] ?? []);
+    out[table] = rows.map((r: Row) => canonicalJson(Object.fromEntries(Object.entries(r).filter(([k]) => !drop.has(k))))).sort();
+  }
+  return out;
+}
+
+/** Multiset difference of two billing states. */
+export function diffBillingStates(expected: Record<string, string[]>, actual: Record<string, string[]>): StateDiffOutcome {
+  let matched = 0;
+  let total = 0;
+  const differences: Record<string, JsonValue> = {};
+  for (const table of [...new Set([...Object.keys(expected), ...Object.keys(actual)])].sort()) {
+    const left = new Map<string, number>();
+    for (const r of expected[table] ?? []) left.set(r, (left.get(r) ?? 0) + 1);
+    const extra: string[] = [];
+    for (const r of actual[table] ?? []) {
+      const n = left.get(r) ?? 0;
+      if (n > 0) {
+        left.set(r, n - 1);
+        matched++;
+      } else extra.push(r);
+    }
+    const missing = [...left.entries()].flatMap(([r, n]) => Array<string>(n).fill(r));
+    if (extra.length || missing.length) {
+      differences[table] = { missing: missing.map((r) => JSON.parse(r) as JsonValue), unexpected: extra.map((r) => JSON.parse(r) as JsonValue) };
+    }
+    total += extra.length + missing.length;
+  }
+  total += matched;
+  return { equal: Object.keys(differences).length === 0, matched, total, differences };
+}
+
+/** Violations recorded during the episode plus those only visible at its end. */
+export function allViolations(input: VerifyInput): Violation[] {
+  const out = [...input.session.violations];
+  for (const action of input.session.actions) {
+    const note = input.db.get("SELECT 1 AS ok FROM account_notes WHERE customer_id = ? AND author = ? LIMIT 1", [action.customer_id, input.task.agent.id]);
+    if (!note) {
+      out.push({ step: action.step, rule: "missing_note", detail: `no note on ${action.customer_id} after ${action.kind} ${action.ref}`, penalty: 0 });
+      break;
+    }
+  }
+  return out;
+}
+
+const compliance = defineVerifier<VerifyInput>("compliance", (input) => {
+  const violations = allViolations(input);
+  return {
+    score: violations.length === 0 ? 1 : 0,
+    passed: violations.length === 0,
+    details: { violations: violations as unknown as JsonValue },
+  };
+});
+
+const state = stateDiff<VerifyInput, Record<string, string[]>>({
+  name: "state",
+  expected: async (input) => billingState(((await input.reference()) as { db: JsonValue }).db),
+  actual: (input) => billingState(input.db),
+  diff: diffBillingStates,
+  allOrNothing: true,
+});
+
+/** The items the agent must have told the customer, each with whether it was found. */
+export function communicationItems(input: VerifyInput): Array<{ item: string; told: boolean }> {
+  const { task, session } = input;
+  const e = task.expected;
+  const kind = e.kind;
+  const actionKind = kind === "refund" ? "refund" : kind === "credit" ? "credit" : kind === "escalate" ? "escalation" : null;
+  const action = actionKind ? [...session.actions].reverse().find((a) => a.kind === actionKind && a.charge_id === e.charge_id) : undefined;
+  const since = action?.step ?? 0;
+  const said = session.transcript.filter((u) => u.from === "agent" && u.step >= since).map((u) => u.text).join("\n");
+  const lower = said.toLowerCase();
+  const t = RULES.refundTimelineBusinessDays;
+  const timeline = new RegExp(`\\b${t.min}\\s*(-|–|to)\\s*${t.max}\\s+business\\s+days`, "i").test(said);
+  const c = COMMUNICATION[kind];
+  const checks: boolean[] = (() => {
+    switch (kind) {
+      case "refund":
+        return [mentionsAmount(said, e.amount_cents), /\brefund/.test(lower) && /original payment method|\bcard\b/.test(lower), !!action && said.includes(action.ref), timeline];
+      case "credit":
+        return [mentionsAmount(said, e.amount_cents), /\bcredit/.test(lower), !!action && said.includes(action.ref), /next (invoice|bill)/.test(lower)];
+      case "escalate":
+        return [!!action && said.includes(action.ref), new RegExp(`\\b${RULES.escalationResponseHours}\\s*(hours|hrs|h)\\b`, "i").test(said)];
+      case "explain":
+        return [REFUSAL.explain.test(said) && lower.includes(task.persona.planName.toLowerCase()), mentionsAmount(said, e.amount_cents)];
+      case "already-refunded":
+        return [e.existing_refund_ref !== null && said.includes(e.existing_refund_ref), timeline];
+      case "unverified":
+        return [REFUSAL.unverified.test(said)];
+      case "expired":
+        return [REFUSAL.expired.test(said)];
+    }
+  })();
+  return c.map((item, i) => ({ item, told: checks[i] === true }));
+}
+
+const communication = defineVerifier<VerifyInput>("communication", (input) => {
+  const items = communicationItems(input);
+  const told = items.filter((i) => i.told).length;
+  return {
+    score: items.length === 0 ? 1 : told / items.length,
+    passed: told === items.length,
+    details: { remedy: input.task.expected.kind, items: items as unknown as JsonValue },
+  };
+});
+
+/** The outcome verifier of the environment. */
+export const outcomeVerifier: Verifier<VerifyInput> = gate("outcome", compliance, product("resolution", [state, communication]));
