@@ -197,6 +197,8 @@ async function environmentLatency(): Promise<void> {
     console.log(`  ${l.env} (${l.difficulty}, ${l.reset.samples} samples)`);
     console.log(row("reset", l.reset, base.reset));
     console.log(row("read-tool step", l.read_step, base.read_step));
+    console.log(row("repeated read", l.read_step_repeated, base.read_step_repeated));
+    console.log(row("final step+verify", l.final_step, base.final_step));
     console.log(row("snapshot+restore", l.snapshot_restore, base.snapshot_restore));
   }
 }
@@ -225,12 +227,12 @@ const md = [
   "",
   "## Environment latency (per operation; ratio of p50 to the inventory-restock example)",
   "",
-  "| env | difficulty | reset p50 / p99 | read-tool step p50 / p99 | snapshot+restore p50 / p99 |",
-  "|---|---|---|---|---|",
+  "| env | difficulty | reset p50 / p99 | read-tool step p50 / p99 | repeated read p50 / p99 | final step + verifier p50 / p99 | snapshot+restore p50 / p99 |",
+  "|---|---|---|---|---|---|---|",
   ...latencies.map((l) => {
     const base = latencies[0] as EnvLatency;
     const cell = (s: { p50_us: number; p99_us: number }, b: { p50_us: number }) => `${s.p50_us} / ${s.p99_us} µs (x${Math.round((s.p50_us / b.p50_us) * 100) / 100})`;
-    return `| ${l.env} | ${l.difficulty} | ${cell(l.reset, base.reset)} | ${cell(l.read_step, base.read_step)} | ${cell(l.snapshot_restore, base.snapshot_restore)} |`;
+    return `| ${l.env} | ${l.difficulty} | ${cell(l.reset, base.reset)} | ${cell(l.read_step, base.read_step)} | ${cell(l.read_step_repeated, base.read_step_repeated)} | ${cell(l.final_step, base.final_step)} | ${cell(l.snapshot_restore, base.snapshot_restore)} |`;
   }),
   "",
 ].join("\n");

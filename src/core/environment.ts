@@ -39,7 +39,7 @@ import type { AnyTool, ToolContext } from "../tools/define.js";
 import { runToolCall } from "../tools/runner.js";
 import { FailureProfileSchema, LatencyModelSchema, type ToolOverrides } from "../tools/profile.js";
 import type { Sandbox } from "../sandboxes/sandbox.js";
-import { generateTask, type TaskGenerator } from "../tasks/generator.js";
+import { deepFreeze, generateTask, type TaskGenerator } from "../tasks/generator.js";
 import type { TaskId } from "../tasks/task-id.js";
 import type { VerifierResult } from "../rewards/verifier.js";
 
@@ -272,6 +272,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   private current: RunningEpisode<Task, World> | null = null;
   private closed = false;
   private readonly referenceCache = new Map<string, JsonValue>();
+  private readonly taskCache = new Map<string, { id: TaskId; task: Task }>();
 
   constructor(options: EnvironmentOptions = {}) {
     for (const key of ["maxSteps", "maxTokens"] as const) {
@@ -319,7 +320,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   async reset(taskId: string, seed: number): Promise<Observation> {
     this.assertOpen();
     assertSeed(seed);
-    const { id, task } = generateTask(this.tasks, taskId);
+    const { id, task } = this.generate(taskId);
     const stream = Rng.fromKey(this.info.id, id.id, seed);
     const partial = {
       id,
@@ -449,7 +450,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     // Every part is validated before anything is replaced: a bad snapshot leaves the episode as it was.
     const episode = asSnapshotError(() => {
       assertSeed(snap.seed);
-      const { id, task } = generateTask(this.tasks, snap.task_id);
+      const { id, task } = this.generate(snap.task_id);
       return {
         id,
         seed: snap.seed,
@@ -535,6 +536,20 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     });
     ep.calls.push({ step: ep.step, tool: name, args: toJson(args), status: result.status, at: ep.clock.now() });
     return result;
+  }
+
+  /**
+   * The task for an id. Tasks are pure functions of their id, so recent ones are kept (a GRPO group
+   * resets the same id k times; restore regenerates it); they are frozen, since episodes share them.
+   */
+  private generate(taskId: string): { id: TaskId; task: Task } {
+    const hit = this.taskCache.get(taskId);
+    if (hit) return hit;
+    const generated = generateTask(this.tasks, taskId);
+    deepFreeze(generated.task);
+    if (this.taskCache.size >= 64) this.taskCache.delete(this.taskCache.keys().next().value as string);
+    this.taskCache.set(taskId, generated);
+    return generated;
   }
 
   /** A step after the end: nothing changes; the answer repeats the end state and says what to do. */

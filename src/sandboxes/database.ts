@@ -67,6 +67,8 @@ export interface SqlDatabaseOptions {
   clock?: DbClock;
   /** Stream for SQL `random()` / `randomblob()`. Default: `Rng.fromKey("llmix/sqlite")`. */
   rng?: Rng;
+  /** Start from these serialized bytes (a copy is used). Garbage fails with invalid_snapshot. Default: empty. */
+  bytes?: Uint8Array;
 }
 
 const DEFAULT_MAX_ROWS = 10_000;
@@ -115,25 +117,25 @@ export class SqlDatabase implements Sandbox {
   /** A plain connection (no overrides) that evaluates SQLite's built-in date functions for the overrides. */
   private dateHelper: Handle | null = null;
   private readonly dateStatements = new Map<string, Statement>();
+  private readonly accessStatements = new WeakMap<Handle, Partial<Record<AccessMode, Statement>>>();
+  /** Prepared owner statements of the current handle: tools run the same few queries every step. */
+  private readonly statements = new Map<string, Statement>();
 
   constructor(options: SqlDatabaseOptions = {}) {
     this.clock = options.clock ?? { now: () => DEFAULT_EPOCH_MS };
     this.rng = options.rng ?? Rng.fromKey("llmix/sqlite");
-    this.db = this.open(Buffer.alloc(0));
+    this.db = this.openChecked(options.bytes ? toBuffer(options.bytes) : Buffer.alloc(0));
   }
 
   /** A database holding a copy of serialized bytes (from `serialize()`). Garbage fails with invalid_snapshot. */
   static fromBytes(bytes: Uint8Array, options: SqlDatabaseOptions = {}): SqlDatabase {
-    const db = new SqlDatabase(options);
-    db.replaceHandle(toBuffer(bytes));
-    return db;
+    return new SqlDatabase({ ...options, bytes });
   }
 
   /** A database restored from a `snapshot()`. */
   static fromSnapshot(snapshot: JsonValue, options: SqlDatabaseOptions = {}): SqlDatabase {
-    const db = new SqlDatabase(options);
-    db.restore(snapshot);
-    return db;
+    const { bytes, rng } = decodeSnapshot(snapshot);
+    return new SqlDatabase({ ...options, bytes, rng: rng ?? options.rng });
   }
 
   // ----- access, clock, randomness -------------------------------------------------------------------
@@ -331,16 +333,8 @@ export class SqlDatabase implements Sandbox {
    * into a new handle, closes the old one and keeps the current access mode.
    */
   restore(snapshot: JsonValue): void {
-    const snap = parseSnapshot(snapshot);
-    let rng: Rng | null = null;
-    if (snap.random !== undefined) {
-      try {
-        rng = Rng.fromState(snap.random);
-      } catch (error) {
-        throw new ValidationError("invalid_snapshot", `database snapshot random state is invalid: ${messageOf(error)}`);
-      }
-    }
-    this.replaceHandle(Buffer.from(snap.bytes, "base64"));
+    const { bytes, rng } = decodeSnapshot(snapshot);
+    this.replaceHandle(bytes);
     if (rng) this.rng = rng;
   }
 
@@ -349,6 +343,7 @@ export class SqlDatabase implements Sandbox {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    this.statements.clear();
     this.dateStatements.clear();
     this.dateHelper?.close();
     this.dateHelper = null;
@@ -390,8 +385,15 @@ export class SqlDatabase implements Sandbox {
 
   private prepare(sql: string, agent = false): Statement {
     const db = this.handle();
+    const cached = agent ? undefined : this.statements.get(sql);
+    if (cached) return cached;
     try {
-      return db.prepare(sql) as Statement;
+      const stmt = db.prepare(sql) as Statement;
+      if (!agent) {
+        if (this.statements.size >= 256) this.statements.delete(this.statements.keys().next().value as string);
+        this.statements.set(sql, stmt);
+      }
+      return stmt;
     } catch (error) {
       if (agent && error instanceof RangeError && /more than one statement/.test(error.message)) {
         throw new SandboxError(
@@ -409,22 +411,34 @@ export class SqlDatabase implements Sandbox {
   }
 
   private applyAccess(db: Handle): void {
-    db.pragma(`query_only = ${this.mode === "read" ? "ON" : "OFF"}`);
+    // Prepared once per handle and mode: the middleware switches access twice on every tool call.
+    let toggles = this.accessStatements.get(db);
+    if (!toggles) this.accessStatements.set(db, (toggles = {}));
+    const toggle = (toggles[this.mode] ??= db.prepare(`PRAGMA query_only = ${this.mode === "read" ? "ON" : "OFF"}`));
+    toggle.run();
   }
 
   /** Validate `bytes` as a SQLite database and make it the live handle, closing the old one. */
   private replaceHandle(bytes: Buffer): void {
     if (this.closed) throw new SandboxError("sql_error", "SQL error: the database is closed");
+    const next = this.openChecked(bytes);
+    this.db.close();
+    this.statements.clear();
+    this.db = next;
+  }
+
+  /** Open a handle on serialized bytes, checking they are a usable SQLite database. */
+  private openChecked(bytes: Buffer): Handle {
     checkDatabaseBytes(bytes);
-    let next: Handle;
+    let handle: Handle | undefined;
     try {
-      next = this.open(bytes);
-      next.prepare("SELECT count(*) FROM sqlite_schema").get();
+      handle = this.open(bytes);
+      handle.prepare("SELECT count(*) FROM sqlite_schema").get();
+      return handle;
     } catch (error) {
+      handle?.close();
       throw new ValidationError("invalid_snapshot", `snapshot bytes are not a usable SQLite database: ${messageOf(error)}`);
     }
-    this.db.close();
-    this.db = next;
   }
 
   /** A memdb-backed handle (fresh databases too, so they write the same bytes as restored ones). */
@@ -828,19 +842,29 @@ function sqlError(error: unknown, sql: string): LlmixError {
 
 // ----- snapshot validation ---------------------------------------------------------------------------
 
-function parseSnapshot(snapshot: JsonValue): SqliteSnapshot {
+/** The bytes and RNG of a snapshot, validated. */
+function decodeSnapshot(snapshot: JsonValue): { bytes: Buffer; rng: Rng | null } {
   if (snapshot === null || typeof snapshot !== "object" || Array.isArray(snapshot)) {
     throw new ValidationError("invalid_snapshot", "a database snapshot must be an object {format: \"sqlite\", bytes}");
   }
   if (snapshot.format !== "sqlite") {
     throw new ValidationError("invalid_snapshot", `database snapshot format must be "sqlite", got ${JSON.stringify(snapshot.format ?? null)}`);
   }
-  const bytes = snapshot.bytes;
-  if (typeof bytes !== "string" || bytes.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(bytes)) {
+  const text = snapshot.bytes;
+  const bytes = typeof text === "string" && text.length % 4 === 0 ? Buffer.from(text, "base64") : null;
+  // Re-encoding is a native-speed check that the string was canonical base64 (Buffer skips bad characters).
+  if (!bytes || bytes.toString("base64") !== text) {
     throw new ValidationError("invalid_snapshot", "database snapshot bytes must be a base64 string");
   }
-  const random = snapshot.random;
-  return random === undefined ? { format: "sqlite", bytes } : { format: "sqlite", bytes, random: random as unknown as RngState };
+  let rng: Rng | null = null;
+  if (snapshot.random !== undefined) {
+    try {
+      rng = Rng.fromState(snapshot.random as unknown as RngState);
+    } catch (error) {
+      throw new ValidationError("invalid_snapshot", `database snapshot random state is invalid: ${messageOf(error)}`);
+    }
+  }
+  return { bytes, rng };
 }
 
 /** Cheap structural checks before SQLite sees the bytes: header, page size, whole pages. */

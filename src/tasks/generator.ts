@@ -24,6 +24,15 @@ export function generateTask<Task>(generator: TaskGenerator<Task>, raw: string):
   return { id, task: generator.generate(id, Rng.fromKey("task", id.id)) };
 }
 
+/** Freeze a value and everything inside it, so a generated task cannot be changed by the episode that uses it. */
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
 /** Content fingerprint of a generated task (sha256 of canonical JSON). */
 export function taskFingerprint(task: unknown): string {
   return fingerprint(task as JsonValue);

@@ -92,3 +92,15 @@ describe("taskFingerprint", () => {
     expect(JSON.parse(canonicalJson(task))).toEqual(task);
   });
 });
+
+describe("deepFreeze", () => {
+  it("freezes nested objects and arrays so an episode cannot change a shared task", async () => {
+    const { deepFreeze } = await import("../../src/index.js");
+    const task = deepFreeze({ items: [{ sku: "A", qty: 1 }], meta: { tags: ["x"] } });
+    expect(Object.isFrozen(task.items[0])).toBe(true);
+    expect(() => {
+      (task.items[0] as { qty: number }).qty = 2;
+    }).toThrow(TypeError);
+    expect(() => (task.meta.tags as string[]).push("y")).toThrow(TypeError);
+  });
+});
