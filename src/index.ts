@@ -24,3 +24,4 @@ export * from "./sandboxes/filesystem.js";
 export * from "./sandboxes/terminal.js";
 export { randomPolicy } from "./rollout/policies/random.js";
 export { runChecks, CHECK_NAMES, type CheckReport, type CheckResult, type CheckOptions } from "./qa/checks.js";
+export { builtinRegistry, BUILTIN_ENVIRONMENTS } from "./envs/index.js";

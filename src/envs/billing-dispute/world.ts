@@ -84,7 +84,7 @@ export interface World {
 
 /** ISO timestamp (UTC, seconds) of epoch milliseconds. */
 export function iso(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  return `${new Date(ms).toISOString().slice(0, 19)}Z`;
 }
 
 function lit(v: string | number | null): string {
