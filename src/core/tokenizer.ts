@@ -46,9 +46,47 @@ export function cachedTokenizer(base: Tokenizer, capacity = 4096, maxTextLength 
   };
 }
 
-let defaultTokenizer: Tokenizer = cachedTokenizer(o200kTokenizer);
+/**
+ * Split a text where o200k_base / cl100k_base pre-tokenization always starts a new token: after a line
+ * break followed by a character that is neither whitespace nor "/" (their patterns let a token end in
+ * line breaks, and continue past them only into whitespace or "/"). The token count of the text is
+ * the sum of the counts of the pieces; tests check this against whole-text counts.
+ */
+export function splitAtLineStarts(text: string): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 10 && c !== 13) continue;
+    const next = text.charCodeAt(i + 1);
+    if (next === 47 || next === 10 || next === 13 || /\s/.test(text[i + 1] as string)) continue;
+    pieces.push(text.slice(start, i + 1));
+    start = i + 1;
+  }
+  pieces.push(text.slice(start));
+  return pieces;
+}
 
-/** The tokenizer environments use unless given one explicitly: o200k_base with a count cache. */
+/**
+ * A tokenizer whose counts are cached per line (see `splitAtLineStarts`), for o200k_base or
+ * cl100k_base only. Lines repeat far more than whole observations do: a policy document shown at
+ * every reset, table headers, the rows a rollout reads again.
+ */
+export function lineCachedTokenizer(base: Tokenizer, capacity = 16_384): Tokenizer {
+  const lines = cachedTokenizer(base, capacity);
+  return {
+    name: base.name,
+    count(text) {
+      let total = 0;
+      for (const piece of splitAtLineStarts(text)) total += lines.count(piece);
+      return total;
+    },
+  };
+}
+
+let defaultTokenizer: Tokenizer = lineCachedTokenizer(o200kTokenizer);
+
+/** The tokenizer environments use unless given one explicitly: o200k_base with a per-line count cache. */
 export function getDefaultTokenizer(): Tokenizer {
   return defaultTokenizer;
 }

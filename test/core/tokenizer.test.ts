@@ -35,3 +35,39 @@ describe("tokenizers", () => {
     expect(calls).toHaveLength(2);
   });
 });
+
+describe("per-line token counts", () => {
+  it("splitting at line starts never changes the o200k count (30,000 adversarial strings)", async () => {
+    const { Rng, splitAtLineStarts } = await import("../../src/index.js");
+    const rng = Rng.fromSeed(5);
+    const alphabet = ["a", "b", "Z", " ", "  ", "\n", "\r\n", "\n\n", "\r", ".", ",", "/", "'s", "'", "1", "23", "4567", "é", "日本", "😀", "\t",
+      "-", "_", "|", ":", '"', "(", ")", "\u00a0", "\u2028", "<|endoftext|>", "https://x.y/z", "\\", "#", "  \n  ", ".\n/", ",\n\n ", "\n/", "\n "];
+    const mismatches: string[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      let text = "";
+      for (let k = rng.int(1, 40); k > 0; k--) text += rng.pick(alphabet);
+      const pieces = splitAtLineStarts(text);
+      expect(pieces.join("")).toBe(text);
+      const sum = pieces.reduce((a, p) => a + o200kTokenizer.count(p), 0);
+      if (sum !== o200kTokenizer.count(text)) mismatches.push(JSON.stringify(text));
+    }
+    expect(mismatches).toEqual([]);
+  });
+
+  it("the default tokenizer agrees with whole-text o200k on real observations", async () => {
+    const { builtinRegistry, runPolicy, randomPolicy, sampleTaskIds } = await import("../../src/index.js");
+    const env = builtinRegistry().get("billing-dispute").create();
+    let checked = 0;
+    for (const id of sampleTaskIds({ family: "billing-dispute", difficulties: ["easy", "medium", "hard"], n: 12, seed: 1 })) {
+      for (const policy of [() => env.referenceSolver(), () => randomPolicy(id)]) {
+        const initial = await env.reset(id, 3);
+        const run = await runPolicy(env, policy(), { maxSteps: 40, initial });
+        for (const o of [initial, ...run.transitions.map((t) => t.result.observation)]) {
+          expect(o.tokens).toBe(o200kTokenizer.count(o.rendered));
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(200);
+  });
+});
