@@ -209,6 +209,11 @@ await terminalSnapshot();
 await prng();
 await environmentLatency();
 
+/** Markdown table cells cannot hold a bare "|". */
+function cellText(text: string): string {
+  return text.replace(/\|/g, "\\|");
+}
+
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
 writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies }, null, 2)}\n`);
 const md = [
@@ -221,8 +226,8 @@ const md = [
     "",
     "| case | median | ratio to baseline |",
     "|---|---|---|",
-    `| baseline: ${g.baseline.name} | ${formatNs(g.baseline.median_ns)} | 1 |`,
-    ...g.cases.map((c) => `| ${c.name} | ${formatNs(c.median_ns)} | ${c.ratio} |`),
+    `| baseline: ${cellText(g.baseline.name)} | ${formatNs(g.baseline.median_ns)} | 1 |`,
+    ...g.cases.map((c) => `| ${cellText(c.name)} | ${formatNs(c.median_ns)} | ${c.ratio} |`),
   ]),
   "",
   "## Environment latency (per operation; ratio of p50 to the inventory-restock example)",
