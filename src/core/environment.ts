@@ -28,7 +28,7 @@ import type {
   ToolSpec,
 } from "./contract.js";
 import { LifecycleError, LlmixError, ValidationError } from "./errors.js";
-import { cloneJson, type JsonValue } from "./json.js";
+import { cloneJson, toJsonValue, type JsonValue } from "./json.js";
 import { Rng, type RngState } from "./rng.js";
 import { VirtualClock, type ClockState } from "./clock.js";
 import { getDefaultTokenizer, type Tokenizer } from "./tokenizer.js";
@@ -42,6 +42,7 @@ import type { Sandbox } from "../sandboxes/sandbox.js";
 import { deepFreeze, generateTask, type TaskGenerator } from "../tasks/generator.js";
 import type { TaskId } from "../tasks/task-id.js";
 import type { VerifierResult } from "../rewards/verifier.js";
+import { sumComponents } from "../rewards/components.js";
 
 /** Penalties applied by the base on every step. Values are rewards (<= 0). */
 export interface ProcessRewardWeights {
@@ -273,6 +274,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   private closed = false;
   private readonly referenceCache = new Map<string, JsonValue>();
   private readonly taskCache = new Map<string, { id: TaskId; task: Task }>();
+  private bounds?: Record<string, ComponentBounds>;
 
   constructor(options: EnvironmentOptions = {}) {
     for (const key of ["maxSteps", "maxTokens"] as const) {
@@ -299,10 +301,12 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   }
 
   /** Every reward component with its per-step bounds: `task`, the standard process ones, then the env's own. */
-  componentBounds(): Record<string, ComponentBounds> {
+  componentBounds(): Readonly<Record<string, ComponentBounds>> {
+    // Computed once: `info` and the options never change, and every step needs the component names.
+    if (this.bounds) return this.bounds;
     const w = this.processRewards;
     const maxCost = this.info.maxToolCost ?? 1;
-    return {
+    this.bounds = {
       task: { min: 0, max: 1, description: "Outcome: the verifier's score, given on the last step." },
       invalid_call: { min: Math.min(0, w.invalidCall), max: 0, description: "Malformed action, unknown tool or invalid arguments." },
       denied_call: { min: Math.min(0, w.deniedCall), max: 0, description: "A tool call refused by a permission." },
@@ -310,6 +314,14 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       step_cost: { min: Math.min(0, w.stepCost), max: 0, description: "A constant cost per step." },
       ...this.info.components,
     };
+    return this.bounds;
+  }
+
+  /** Every declared component at 0: the start of each step's components. */
+  private zeroComponents(): RewardComponents {
+    const components: RewardComponents = {};
+    for (const name of Object.keys(this.componentBounds())) components[name] = 0;
+    return components;
   }
 
   /** The running episode, for subclasses (throws before reset). */
@@ -354,7 +366,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     if (ep.status !== "running") return this.afterEnd(ep);
     ep.step += 1;
     const weights = this.processRewards;
-    const components: RewardComponents = Object.fromEntries(Object.keys(this.componentBounds()).map((k) => [k, 0]));
+    const components = this.zeroComponents();
     components.step_cost = weights.stepCost;
     const info: Record<string, unknown> = {};
     let rendered: string;
@@ -403,7 +415,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         info.verdict = verdict;
       }
     }
-    const reward = this.sum(components);
+    const reward = sumComponents(components);
     const status = ep.status as EnvironmentSnapshot["status"];
     return {
       observation,
@@ -534,7 +546,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       sandboxes: this.sandboxes(ep.world),
       realLatencyScale: this.options.realLatencyScale,
     });
-    ep.calls.push({ step: ep.step, tool: name, args: toJson(args), status: result.status, at: ep.clock.now() });
+    ep.calls.push({ step: ep.step, tool: name, args: toJsonValue(args), status: result.status, at: ep.clock.now() });
     return result;
   }
 
@@ -556,11 +568,11 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   private afterEnd(ep: RunningEpisode<Task, World>): StepResult {
     const message = `The episode already ${ep.status} (${ep.endReason ?? "no reason"}); this action was not applied. Call reset to start a new episode.`;
     if (this.options.strictLifecycle) throw new LifecycleError("episode_ended", message, { status: ep.status });
-    const components: RewardComponents = Object.fromEntries(Object.keys(this.componentBounds()).map((k) => [k, 0]));
+    const components = this.zeroComponents();
     components.invalid_call = this.processRewards.invalidCall;
     return {
       observation: this.observe(message, "error"),
-      reward: this.sum(components),
+      reward: sumComponents(components),
       rewardComponents: components,
       terminated: ep.status === "terminated",
       truncated: ep.status === "truncated",
@@ -606,15 +618,6 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     return verdict;
   }
 
-  private sum(components: RewardComponents): number {
-    let total = 0;
-    for (const [name, value] of Object.entries(components)) {
-      if (!Number.isFinite(value)) throw new LlmixError("internal", `reward component "${name}" is ${value}`);
-      total += value;
-    }
-    return total;
-  }
-
   private end(ep: RunningEpisode<Task, World>, reason: string): void {
     if (ep.status !== "running") return;
     ep.status = "terminated";
@@ -640,10 +643,6 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     if (this.current) this.disposeWorld(this.current.world);
     this.current = null;
   }
-}
-
-function toJson(value: unknown): JsonValue {
-  return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
 }
 
 /** Why a value is not plain JSON (a BigInt, a function, a cycle, a non-finite number), or null if it is. */

@@ -45,6 +45,15 @@ export function fingerprint(value: unknown): string {
   return sha256(canonicalJson(value));
 }
 
+/** A plain JSON copy of any value (what JSON.stringify keeps); a value JSON cannot hold becomes its string form. */
+export function toJsonValue(value: unknown): JsonValue {
+  try {
+    return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+  } catch {
+    return String(value);
+  }
+}
+
 /** Deep copy of a JSON value (structuredClone keeps it JSON-shaped). */
 export function cloneJson<T>(value: T): T {
   return structuredClone(value);

@@ -1,5 +1,5 @@
 import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "./contract.js";
-import type { JsonValue } from "./json.js";
+import { toJsonValue } from "./json.js";
 import type { PolicyData } from "./policy.js";
 
 /** Everything needed to write one step record. */
@@ -30,7 +30,7 @@ export function toStepRecord(input: StepRecordInput): TrajectoryStepRecord {
     policy_checkpoint: input.policyCheckpoint ?? null,
     step: input.step,
     observation: { rendered: input.observation.rendered, tokens: input.observation.tokens },
-    action: isAction(input.action) ? input.action : { type: "invalid", raw: toJson(input.action) },
+    action: isAction(input.action) ? input.action : { type: "invalid", raw: toJsonValue(input.action) },
     tool_result: (result.info.tool_result as ToolResult | undefined) ?? null,
     reward_components: { ...result.rewardComponents },
     terminated: result.terminated,
@@ -46,12 +46,4 @@ function isAction(value: unknown): value is Action {
   if (!value || typeof value !== "object") return false;
   const v = value as Record<string, unknown>;
   return (v.type === "tool_call" && typeof v.tool === "string") || (v.type === "message" && typeof v.content === "string");
-}
-
-function toJson(value: unknown): JsonValue {
-  try {
-    return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-  } catch {
-    return String(value);
-  }
 }

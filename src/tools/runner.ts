@@ -13,7 +13,14 @@ import type { VirtualClock } from "../core/clock.js";
 import { formatIssues, withoutNullsAt } from "../core/validation.js";
 import type { Sandbox } from "../sandboxes/sandbox.js";
 import type { AnyTool, ToolContext } from "./define.js";
-import { drawFailure, drawLatency, FailureProfileSchema, type ToolOverrides } from "./profile.js";
+import {
+  drawFailure,
+  drawLatency,
+  FailureProfileSchema,
+  type FailureProfile,
+  type ResolvedFailureProfile,
+  type ToolOverrides,
+} from "./profile.js";
 
 /** Everything the middleware needs besides the call itself. */
 export interface ToolRunOptions {
@@ -58,7 +65,7 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
 
   // 3. injected failure, 4. latency
   const override = options.overrides?.[name] ?? {};
-  const failures = FailureProfileSchema.parse(override.failures ?? tool.failures);
+  const failures = resolveFailures(override.failures ?? tool.failures);
   const failure = drawFailure(failures, options.rng);
   const drawn = drawLatency(override.latency ?? tool.latency, options.rng);
   const latency = failure === "timeout" ? failures.timeoutMs : drawn;
@@ -112,6 +119,14 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
   if (error) result.error = error;
   if (partial) result.partial = true;
   return result;
+}
+
+// Profiles are declared once and used on every call: resolve each (defaults filled in) only once.
+const resolvedProfiles = new WeakMap<FailureProfile, ResolvedFailureProfile>();
+function resolveFailures(profile: FailureProfile): ResolvedFailureProfile {
+  let resolved = resolvedProfiles.get(profile);
+  if (!resolved) resolvedProfiles.set(profile, (resolved = FailureProfileSchema.parse(profile)));
+  return resolved;
 }
 
 function fail(status: ToolResult["status"], code: string, message: string): ToolResult {
