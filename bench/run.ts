@@ -20,7 +20,7 @@ import {
   type ToolContext,
   type VerifierResult,
 } from "../src/index.js";
-import { SqlDatabase } from "../src/sandboxes/database.js";
+import { diffDatabases, SqlDatabase } from "../src/sandboxes/database.js";
 import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
 import { Terminal } from "../src/sandboxes/terminal.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
@@ -121,7 +121,7 @@ async function sqliteSnapshot(): Promise<void> {
     await measure("raw better-sqlite3 serialize + deserialize", () => new Database(raw.serialize()).close()),
     [
       await measure("SqlDatabase snapshot() + restore()", () => other.restore(db.snapshot())),
-      await measure("diffDatabases (100 changed rows)", async () => (await import("../src/sandboxes/database.js")).diffDatabases(db, other)),
+      await measure("diffDatabases (100 changed rows)", () => diffDatabases(db, other)),
     ],
   );
 }

@@ -33,10 +33,15 @@ function integer(name: string, min: number, max: number) {
   };
 }
 
-async function registryWith(modules: string[] | undefined): Promise<EnvironmentRegistry> {
+/** The built-in environments plus those of `--module` files, and the ids the modules added. */
+async function loadRegistry(modules: string[] | undefined): Promise<{ registry: EnvironmentRegistry; moduleIds: string[] }> {
   const registry = builtinRegistry();
-  await addModules(registry, modules ?? []);
-  return registry;
+  const moduleIds = await addModules(registry, modules ?? []);
+  return { registry, moduleIds };
+}
+
+async function registryWith(modules: string[] | undefined): Promise<EnvironmentRegistry> {
+  return (await loadRegistry(modules)).registry;
 }
 
 function print(text: string): void {
@@ -146,8 +151,7 @@ export function buildProgram(): Command {
     .option("--samples <n>", "task ids per difficulty", integer("--samples", 1, 10_000), 10)
     .addOption(moduleOption())
     .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; module?: string[] }) => {
-      const registry = await registryWith(opts.module);
-      const moduleIds = await moduleEnvIds(registry, opts.module);
+      const { registry, moduleIds } = await loadRegistry(opts.module);
       const ids = opts.all ? registry.ids() : envIds.length > 0 ? envIds : moduleIds;
       if (ids.length === 0) {
         throw new ValidationError("invalid_argument", `name an environment, --all, or --module PATH; registered: ${registry.ids().join(", ") || "(none)"}`);
@@ -176,14 +180,6 @@ export function buildProgram(): Command {
     });
 
   return program;
-}
-
-async function moduleEnvIds(registry: EnvironmentRegistry, modules: string[] | undefined): Promise<string[]> {
-  if (!modules?.length) return [];
-  // Modules were already loaded into the registry; load again only to learn which ids they hold.
-  const fresh = builtinRegistry();
-  const ids = await addModules(fresh, modules);
-  return ids.filter((id) => registry.has(id));
 }
 
 /** A progress bar on stderr when it is a terminal (counts, rate, ETA); nothing when piped. */
