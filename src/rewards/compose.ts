@@ -125,22 +125,28 @@ export function gate<I>(name: string, gateVerifier: Verifier<I>, inner: Verifier
 
 /** Score = product of the children's scores: any zero zeroes the whole. */
 export function product<I>(name: string, verifiers: readonly Verifier<I>[], options: CompositeOptions = {}): Verifier<I> {
-  requireName(name);
-  requireChildren(name, verifiers);
-  const threshold = options.threshold === undefined ? undefined : requireThreshold(options.threshold, name, 1);
-  const children = [...verifiers];
-  return {
-    name,
-    async verify(input: I): Promise<VerifierResult> {
-      const parts = await runAll(children, input);
-      const score = children.reduce((acc, v) => acc * parts[v.name].score, 1);
-      return { score, passed: verdict(score, parts, threshold), details: { rule: "product" }, parts };
-    },
-  };
+  return combineAll(name, verifiers, options, (children, parts) => ({
+    score: children.reduce((acc, v) => acc * parts[v.name].score, 1),
+    details: { rule: "product" },
+  }));
 }
 
 /** Score = the lowest child score; details name the weakest child. */
 export function min<I>(name: string, verifiers: readonly Verifier<I>[], options: CompositeOptions = {}): Verifier<I> {
+  return combineAll(name, verifiers, options, (children, parts) => {
+    let weakest = children[0].name;
+    for (const v of children) if (parts[v.name].score < parts[weakest].score) weakest = v.name;
+    return { score: parts[weakest].score, details: { rule: "min", weakest } };
+  });
+}
+
+/** A composite that runs every child in order, then combines their results into one score. */
+function combineAll<I>(
+  name: string,
+  verifiers: readonly Verifier<I>[],
+  options: CompositeOptions,
+  combine: (children: readonly Verifier<I>[], parts: Record<string, VerifierResult>) => { score: number; details: Record<string, JsonValue> },
+): Verifier<I> {
   requireName(name);
   requireChildren(name, verifiers);
   const threshold = options.threshold === undefined ? undefined : requireThreshold(options.threshold, name, 1);
@@ -149,10 +155,8 @@ export function min<I>(name: string, verifiers: readonly Verifier<I>[], options:
     name,
     async verify(input: I): Promise<VerifierResult> {
       const parts = await runAll(children, input);
-      let weakest = children[0].name;
-      for (const v of children) if (parts[v.name].score < parts[weakest].score) weakest = v.name;
-      const score = parts[weakest].score;
-      return { score, passed: verdict(score, parts, threshold), details: { rule: "min", weakest }, parts };
+      const { score, details } = combine(children, parts);
+      return { score, passed: verdict(score, parts, threshold), details, parts };
     },
   };
 }
