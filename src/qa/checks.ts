@@ -66,7 +66,6 @@ class CheckContext {
   constructor(
     readonly entry: EnvironmentEntry,
     readonly samples: number,
-    readonly difficulties: readonly string[],
     private readonly onEpisode?: (episodes: number) => void,
   ) {}
 
@@ -82,6 +81,10 @@ class CheckContext {
   /** A few ids across all difficulties, for the determinism checks. */
   spread(n = Math.max(3, Math.min(this.samples, 6))): string[] {
     return sampleTaskIds({ family: this.family, difficulties: this.difficulties, n, split: "train", seed: 1 });
+  }
+
+  get difficulties(): readonly string[] {
+    return this.probeEnv.tasks.difficulties;
   }
 
   get family(): string {
@@ -443,14 +446,10 @@ export const CHECK_NAMES = Object.keys(CHECKS);
 /** Run the whole checklist on one environment. */
 export async function runChecks(entry: EnvironmentEntry, options: CheckOptions = {}): Promise<CheckReport> {
   const started = process.hrtime.bigint();
-  const probeEnv = entry.create();
-  const difficulties = probeEnv.tasks.difficulties;
+  const ctx = new CheckContext(entry, options.samples ?? 10, options.onEpisode);
   // Probe names are known only after a reset (probes may read the task).
-  await probeEnv.reset(sampleTaskIds({ family: probeEnv.tasks.families[0] as string, difficulties, n: 1 })[0] as string, 0);
-  const probeNames = Object.keys(probeEnv.probes());
-  await probeEnv.close();
-
-  const ctx = new CheckContext(entry, options.samples ?? 10, difficulties, options.onEpisode);
+  await ctx.probeEnv.reset(ctx.spread(1)[0] as string, 0);
+  const probeNames = Object.keys(ctx.probeEnv.probes());
   const plan: Array<[string, Check]> = [];
   for (const [name, check] of Object.entries(CHECKS)) {
     if (name === "reward-bounds") {
