@@ -3,8 +3,12 @@
  *
  * - Owner methods (`exec`, `run`, `all`, `get`, `transaction`) are for environment code; `query` is the one
  *   entry point for agent-written SQL: one statement, nothing that can reach outside the sandbox.
- * - `setAccess("read")` makes every later statement read-only (`PRAGMA query_only` plus better-sqlite3's
- *   `stmt.readonly`), except `exec`, which is the owner's setup path and always runs with write access.
+ * - `setAccess("read")` makes every later statement read-only, except `exec`, which is the owner's setup
+ *   path and always runs with write access. Every statement is checked with `sqlite3_stmt_readonly`
+ *   (better-sqlite3's `stmt.readonly`) before it runs; the agent SQL guard refuses the statements that call
+ *   themselves read-only yet change something (transactions, ATTACH, writing PRAGMAs). Not `PRAGMA
+ *   query_only`: setting a flag PRAGMA expires every prepared statement, so toggling it around each tool
+ *   call made every statement re-compile on every step.
  *   The tool runner sets access around each tool call and puts it back to "write" afterwards, so seeding
  *   normally happens in write mode anyway.
  * - Snapshots are `{format: "sqlite", bytes: base64(serialize()), random}`; restore deserializes them.
@@ -117,7 +121,6 @@ export class SqlDatabase implements Sandbox {
   /** A plain connection (no overrides) that evaluates SQLite's built-in date functions for the overrides. */
   private dateHelper: Handle | null = null;
   private readonly dateStatements = new Map<string, Statement>();
-  private readonly accessStatements = new WeakMap<Handle, Partial<Record<AccessMode, Statement>>>();
   /** Prepared owner statements of the current handle: tools run the same few queries every step. */
   private readonly statements = new Map<string, Statement>();
 
@@ -146,7 +149,6 @@ export class SqlDatabase implements Sandbox {
       throw new ValidationError("invalid_argument", `access mode must be "read" or "write", got ${String(mode)}`);
     }
     this.mode = mode;
-    this.applyAccess(this.db);
   }
 
   /** The current access mode. */
@@ -171,15 +173,10 @@ export class SqlDatabase implements Sandbox {
    * it runs with write access even while access is "read", then puts read-only access back.
    */
   exec(sql: string): void {
-    const db = this.handle();
-    const lift = this.mode === "read";
-    if (lift) db.pragma("query_only = OFF");
     try {
-      db.exec(sql);
+      this.handle().exec(sql);
     } catch (error) {
       throw sqlError(error, sql);
-    } finally {
-      if (lift) db.pragma("query_only = ON");
     }
   }
 
@@ -410,14 +407,6 @@ export class SqlDatabase implements Sandbox {
     if (this.mode === "read" && !stmt.readonly) throw readOnlyError(sql);
   }
 
-  private applyAccess(db: Handle): void {
-    // Prepared once per handle and mode: the middleware switches access twice on every tool call.
-    let toggles = this.accessStatements.get(db);
-    if (!toggles) this.accessStatements.set(db, (toggles = {}));
-    const toggle = (toggles[this.mode] ??= db.prepare(`PRAGMA query_only = ${this.mode === "read" ? "ON" : "OFF"}`));
-    toggle.run();
-  }
-
   /** Validate `bytes` as a SQLite database and make it the live handle, closing the old one. */
   private replaceHandle(bytes: Buffer): void {
     if (this.closed) throw new SandboxError("sql_error", "SQL error: the database is closed");
@@ -446,7 +435,6 @@ export class SqlDatabase implements Sandbox {
     const db = new Database(bytes);
     try {
       this.installDeterminism(db);
-      this.applyAccess(db);
     } catch (error) {
       db.close();
       throw error;
