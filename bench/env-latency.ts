@@ -4,6 +4,7 @@
  * episodes, so each operation is timed on its own rather than in batches.
  */
 import type { Action, Observation, StepResult } from "../src/core/contract.js";
+import { toDecision } from "../src/core/policy.js";
 import type { EnvironmentEntry } from "../src/core/registry.js";
 import { sampleTaskIds } from "../src/tasks/splits.js";
 
@@ -68,7 +69,7 @@ export async function envLatency(
     const repeated: number[] = [];
     const finals: number[] = [];
     for (let step = 1; step <= env.maxSteps; step++) {
-      const action = await solver.act({ step, observation: observation as Observation, tools, history });
+      const action = toDecision(await solver.act({ step, observation: observation as Observation, tools, history })).action as Action;
       const isRead = action.type === "tool_call" && tools.find((t) => t.name === action.tool)?.effect === "read";
       let result: StepResult | undefined;
       const t = await timed(async () => (result = await env.step(action)));

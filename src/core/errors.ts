@@ -15,6 +15,13 @@ export const ERROR_CODES = {
   invalid_snapshot: "The snapshot cannot be restored into this environment.",
   invalid_version: "A version string is not a semantic version.",
   unknown_tool: "The tool is not defined in this episode.",
+  unknown_policy: "No policy with this name exists.",
+  unknown_format: "No export format with this name exists.",
+  unknown_run: "No run with this id is in the trajectory store.",
+  unknown_episode: "No episode with this id is in the trajectory store.",
+  episode_timeout: "An episode exceeded its time limit and was abandoned.",
+  policy_failed: "The policy could not produce an action (e.g. its model server failed after retries).",
+  store_error: "The trajectory store could not read or write.",
   tool_crashed: "A tool handler threw an unexpected exception.",
   tool_failed: "A tool reported a domain error.",
   path_escape: "A path leaves the sandbox root.",
@@ -93,7 +100,7 @@ export class ValidationError extends LlmixError {
 
 /** Lookup of an environment or tool that does not exist. */
 export class NotFoundError extends LlmixError {
-  constructor(code: "unknown_env" | "unknown_tool", message: string, details: Record<string, unknown> = {}) {
+  constructor(code: "unknown_env" | "unknown_tool" | "unknown_policy" | "unknown_format" | "unknown_run" | "unknown_episode", message: string, details: Record<string, unknown> = {}) {
     super(code, message, details);
   }
 }

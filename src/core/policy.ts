@@ -20,8 +20,27 @@ export interface PolicyData {
   model?: string;
 }
 
-/** A policy maps the episode so far to the next action. Instances are per episode (they may keep state). */
+/**
+ * An action together with the policy's own data about it (token ids, logprobs). `action` is what goes to
+ * `step` as it is: a model's malformed output stays malformed, so the environment answers it with an
+ * invalid-action observation and the `invalid_call` component.
+ */
+export interface PolicyDecision {
+  action: Action | Record<string, unknown>;
+  policy?: PolicyData;
+}
+
+/**
+ * A policy maps the episode so far to the next action, or to a decision carrying policy data.
+ * Instances are per episode (they may keep state).
+ */
 export interface Policy {
   readonly name: string;
-  act(turn: PolicyTurn): Action | Promise<Action>;
+  act(turn: PolicyTurn): Action | PolicyDecision | Promise<Action | PolicyDecision>;
+}
+
+/** The decision of whatever `act` returned: a bare action becomes `{ action }`. */
+export function toDecision(value: Action | PolicyDecision): PolicyDecision {
+  // Every action has a `type`; a decision never does.
+  return "type" in value ? { action: value } : value;
 }

@@ -1,13 +1,16 @@
 import type { Action, Observation, StepResult } from "./contract.js";
 import type { AgentEnvironment } from "./contract.js";
-import type { Policy, PolicyTurn } from "./policy.js";
+import { toDecision, type Policy, type PolicyData, type PolicyTurn } from "./policy.js";
 
 /** One transition of an episode driven by a policy. */
 export interface Transition {
   /** The observation the policy acted on. */
   observation: Observation;
+  /** The action as the policy sent it (possibly malformed: then the result is an invalid-action observation). */
   action: Action;
   result: StepResult;
+  /** The policy's data about this action (token ids, logprobs, model), when it gave any. */
+  policy?: PolicyData;
 }
 
 /** What `runPolicy` returns. */
@@ -35,9 +38,11 @@ export async function runPolicy(
   const tools = env.tools();
   for (let step = 1; step <= options.maxSteps; step++) {
     const turn: PolicyTurn = { step, observation, tools, history };
-    const action = await policy.act(turn);
+    const decision = toDecision(await policy.act(turn));
+    // A malformed action is passed on as it is: the environment answers it, the history keeps it.
+    const action = decision.action as Action;
     const result = await env.step(action);
-    const transition = { observation, action, result };
+    const transition: Transition = decision.policy ? { observation, action, result, policy: decision.policy } : { observation, action, result };
     transitions.push(transition);
     history.push({ action, result });
     options.onStep?.(transition);

@@ -1,0 +1,147 @@
+/**
+ * The trajectory store's records and interface (DESIGN §1, §6). A run is one `llmix rollout`; an episode
+ * is one reset-to-end of one environment under one policy; its steps are the trajectory records of
+ * DESIGN §1, stored exactly as `toStepRecord` made them. Field names are snake_case: they are what the
+ * exports and the service show.
+ */
+import type { RewardComponents, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
+import type { JsonValue } from "../core/json.js";
+
+/** How a run stands: `running` until the runner finishes it; a killed run stays `running` until resumed. */
+export type RunStatus = "running" | "finished" | "failed";
+
+/** One rollout run. */
+export interface RunRecord {
+  run_id: string;
+  env: string;
+  env_version: string;
+  /** The policy spec as given, e.g. "noisy-oracle:0.3". */
+  policy: string;
+  policy_checkpoint: string | null;
+  /** Everything needed to resume the run: the runner's options (task selection, n, group size, seeds...). */
+  config: JsonValue;
+  /** The environment's full tool set at the start of the run (the exports' `tools` column). */
+  tools: ToolSpec[];
+  status: RunStatus;
+  /** Episodes the run will have when finished. */
+  planned_episodes: number;
+  created_at: string;
+  finished_at: string | null;
+}
+
+/** Per-group advantages of one episode (null until its whole group is in the store). */
+export interface Advantages {
+  /** (r - mean) / (std + eps) over the group (population std, as in TRL / verl GRPO). */
+  grpo: number;
+  /** r - mean (Dr. GRPO: no std normalisation). */
+  dr_grpo: number;
+  /** r - mean of the other k-1 rewards (RLOO). */
+  rloo: number;
+}
+
+/**
+ * `ok`: the episode ran to terminated/truncated and was scored. `error`: an infrastructure failure
+ * (policy server down, timeout, crash) — recorded with its error, excluded from outcome metrics.
+ */
+export type EpisodeStatus = "ok" | "error";
+
+/** One episode: the row DESIGN §1 adds to the step records. */
+export interface EpisodeRecord {
+  /** Deterministic: `${run_id}/${task_id}/g${group_index}` (see `episodeIdOf`). */
+  episode_id: string;
+  run_id: string;
+  env: string;
+  env_version: string;
+  task_id: string;
+  /** The task id's difficulty part ("easy", "medium", ...). */
+  difficulty: string;
+  seed: number;
+  /** Episodes with the same group id share task id and seed: a GRPO group. */
+  group_id: string;
+  /** 0..k-1 within the group. */
+  group_index: number;
+  policy: string;
+  policy_checkpoint: string | null;
+  status: EpisodeStatus;
+  error: { code: string; message: string } | null;
+  steps: number;
+  /** Observation tokens over the episode, the reset observation included. */
+  tokens: number;
+  /** Sum of every step reward. */
+  total_reward: number;
+  /** The `task` component of the final step (the verifier's outcome), null if the episode never ended. */
+  outcome: number | null;
+  /** Each reward component summed over the steps. */
+  reward_components: RewardComponents;
+  /** The verifier's verdict (`info.verdict` of the final step): passed, score, parts, details. */
+  verdict: JsonValue | null;
+  end_reason: string | null;
+  terminated: boolean;
+  truncated: boolean;
+  /** Sum of tool-call costs (dollars, as the tools declare them). */
+  cost: number;
+  /** Tool calls by status, e.g. {"ok": 9, "error": 1}. */
+  tool_calls: Record<string, number>;
+  advantages: Advantages | null;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+}
+
+/** Filters for episode queries; every field is optional and they combine with AND. */
+export interface EpisodeQuery {
+  run_id?: string;
+  env?: string;
+  task_id?: string;
+  difficulty?: string;
+  status?: EpisodeStatus;
+  min_reward?: number;
+  max_reward?: number;
+  /** Only episodes whose verdict passed (true) or did not (false). */
+  passed?: boolean;
+  /** Episodes are returned ordered by (run_id, task_id, group_index); limit/offset page through them. */
+  limit?: number;
+  offset?: number;
+}
+
+/** An episode with its steps, as exports and replay read them. */
+export interface StoredEpisode {
+  episode: EpisodeRecord;
+  steps: TrajectoryStepRecord[];
+}
+
+/**
+ * Where trajectories go. Writes are transactional per call: an episode is stored whole with all its
+ * steps, or not at all, so a crash loses at most the episodes in flight.
+ */
+export interface TrajectoryStore {
+  /** Create a run (fails with invalid_argument if the id exists). */
+  createRun(run: RunRecord): Promise<void>;
+  /** Set a run's status (and finished_at when it leaves `running`). */
+  finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void>;
+  /** A run, or undefined. */
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  /** Runs, newest first. */
+  listRuns(options?: { limit?: number }): Promise<RunRecord[]>;
+  /** Store episodes with their steps in one transaction. An episode id already stored fails the call. */
+  writeEpisodes(episodes: StoredEpisode[]): Promise<void>;
+  /** Set the advantages of stored episodes (one transaction). */
+  setAdvantages(values: ReadonlyArray<{ episode_id: string; advantages: Advantages }>): Promise<void>;
+  /** Episodes matching a query. */
+  episodes(query?: EpisodeQuery): Promise<EpisodeRecord[]>;
+  /** Episodes matching a query, with their steps, streamed in pages (constant memory for any run size). */
+  streamEpisodes(query?: EpisodeQuery): AsyncIterable<StoredEpisode>;
+  /** Count of episodes matching a query. */
+  countEpisodes(query?: EpisodeQuery): Promise<number>;
+  /** One episode, or undefined. */
+  getEpisode(episodeId: string): Promise<EpisodeRecord | undefined>;
+  /** The steps of one episode, in order (empty if unknown). */
+  getSteps(episodeId: string): Promise<TrajectoryStepRecord[]>;
+  /** Release the store (flushes and closes connections). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The deterministic id of the `groupIndex`-th rollout of a task in a run. */
+export function episodeIdOf(runId: string, taskId: string, groupIndex: number): string {
+  return `${runId}/${taskId}/g${groupIndex}`;
+}
