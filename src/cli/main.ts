@@ -3,50 +3,30 @@
  * to load environments from a user's own file. Usage errors (unknown env, malformed task id, bad flag)
  * print one line naming the valid choices and exit with code 2; a failed check exits with 1.
  */
-import { Command, CommanderError, Option } from "commander";
-import cliProgress from "cli-progress";
+import { Command, CommanderError } from "commander";
 import { LlmixError, ValidationError } from "../core/errors.js";
 import { fingerprint } from "../core/json.js";
-import type { EnvironmentRegistry } from "../core/registry.js";
 import { generateTask } from "../tasks/generator.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
-import { builtinRegistry } from "../envs/index.js";
 import { runChecks, type CheckReport } from "../qa/checks.js";
 import { formatCheckReport } from "../qa/report.js";
 import { renderTable } from "../qa/table.js";
-import { addModules } from "./load-module.js";
 import { play } from "./play.js";
+import { integer, loadRegistry, moduleOption, print, progressBar, registryWith } from "./options.js";
+import { registerRolloutCommands } from "./rollout-commands.js";
 
 /** Exit codes: 0 ok, 1 a check or command failed, 2 usage error. */
-const USAGE_CODES = new Set(["unknown_env", "invalid_task_id", "invalid_argument", "module_load_failed", "invalid_config"]);
-
-const collect = (value: string, previous: string[] = []) => [...previous, value];
-const moduleOption = () => new Option("--module <path>", "load environments from a .ts/.js file (repeatable)").argParser(collect);
-
-function integer(name: string, min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new ValidationError("invalid_argument", `${name} must be an integer in [${min}, ${max}], got "${value}"`);
-    }
-    return n;
-  };
-}
-
-/** The built-in environments plus those of `--module` files, and the ids the modules added. */
-async function loadRegistry(modules: string[] | undefined): Promise<{ registry: EnvironmentRegistry; moduleIds: string[] }> {
-  const registry = builtinRegistry();
-  const moduleIds = await addModules(registry, modules ?? []);
-  return { registry, moduleIds };
-}
-
-async function registryWith(modules: string[] | undefined): Promise<EnvironmentRegistry> {
-  return (await loadRegistry(modules)).registry;
-}
-
-function print(text: string): void {
-  process.stdout.write(`${text}\n`);
-}
+const USAGE_CODES = new Set([
+  "unknown_env",
+  "unknown_policy",
+  "unknown_format",
+  "unknown_run",
+  "unknown_episode",
+  "invalid_task_id",
+  "invalid_argument",
+  "module_load_failed",
+  "invalid_config",
+]);
 
 /** Build the command tree. Exported for tests that call it in-process. */
 export function buildProgram(): Command {
@@ -159,7 +139,7 @@ export function buildProgram(): Command {
       const entries = ids.map((id) => registry.get(id));
       const reports: CheckReport[] = [];
       for (const entry of entries) {
-        const bar = progressBar(entry.id);
+        const bar = progressBar(`${entry.id} [{bar}] {value}/{total} checks · {episodes} episodes ({rate}/s) · {eta_formatted} left · {check}`);
         const started = process.hrtime.bigint();
         const rate = (episodes: number) => (episodes / Math.max(1e-3, Number(process.hrtime.bigint() - started) / 1e9)).toFixed(1);
         reports.push(
@@ -179,16 +159,8 @@ export function buildProgram(): Command {
       if (!reports.every((r) => r.passed)) process.exitCode = 1;
     });
 
+  registerRolloutCommands(program);
   return program;
-}
-
-/** A progress bar on stderr when it is a terminal (counts, rate, ETA); nothing when piped. */
-function progressBar(label: string): cliProgress.SingleBar | null {
-  if (!process.stderr.isTTY) return null;
-  return new cliProgress.SingleBar(
-    { stream: process.stderr, format: `${label} [{bar}] {value}/{total} checks · {episodes} episodes ({rate}/s) · {eta_formatted} left · {check}`, hideCursor: true, clearOnComplete: true },
-    cliProgress.Presets.shades_classic,
-  );
 }
 
 /** Run the CLI with argv; returns the exit code instead of exiting (tests call this). */

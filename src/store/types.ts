@@ -65,7 +65,7 @@ export interface EpisodeRecord {
   status: EpisodeStatus;
   error: { code: string; message: string } | null;
   steps: number;
-  /** Observation tokens over the episode, the reset observation included. */
+  /** Tokens of the observations the policy acted on (the reset observation and each step result before the last). */
   tokens: number;
   /** Sum of every step reward. */
   total_reward: number;

@@ -6,9 +6,9 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { LlmixError } from "../core/errors.js";
-import type { BaseEnvironment } from "../core/environment.js";
-import { entryFor, type EnvironmentEntry, type EnvironmentRegistry } from "../core/registry.js";
+import { LlmixError } from "./errors.js";
+import type { BaseEnvironment } from "./environment.js";
+import { entryFor, type EnvironmentEntry, type EnvironmentRegistry } from "./registry.js";
 
 /** Load a module and return the environment entries it exports. */
 export async function loadEnvironmentModule(path: string): Promise<EnvironmentEntry[]> {

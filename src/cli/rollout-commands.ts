@@ -1,0 +1,419 @@
+/**
+ * The rollout commands of `llmix`: `rollout`, `runs`, `episodes`, `show`, `export`, `replay` and
+ * `reverify`. They share `--store PATH` (default ./llmix-data/llmix.db).
+ */
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { Option, type Command } from "commander";
+import { NotFoundError, ValidationError } from "../core/errors.js";
+import type { JsonValue } from "../core/json.js";
+import { parseSplit } from "../tasks/splits.js";
+import type { SliceMetrics } from "../rollout/metrics.js";
+import type { RolloutConfig } from "../rollout/plan.js";
+import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
+import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
+import { rollout, type RolloutResult } from "../rollout/runner.js";
+import { EXPORT_FORMATS, exportEpisodes } from "../store/export/index.js";
+import { openStore } from "../store/sqlite-store.js";
+import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
+import { renderTable } from "../qa/table.js";
+import { collect, integer, moduleOption, print, progressBar, registryWith } from "./options.js";
+
+const storeOption = () => new Option("--store <path>", "trajectory store (SQLite file)").default("./llmix-data/llmix.db");
+
+function number(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isFinite(n)) throw new ValidationError("invalid_argument", `${name} must be a number, got "${value}"`);
+    return n;
+  };
+}
+
+/** Open the store, run `fn`, close the store whatever happens. */
+async function withStore<T>(path: string, fn: (store: TrajectoryStore) => Promise<T>): Promise<T> {
+  const store = openStore(path);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function requireEpisode(store: TrajectoryStore, id: string): Promise<StoredEpisode> {
+  const episode = await store.getEpisode(id);
+  if (!episode) throw new NotFoundError("unknown_episode", `no episode "${id}" in the store; list them with llmix episodes --run RUN`);
+  return { episode, steps: await store.getSteps(id) };
+}
+
+async function requireRun(store: TrajectoryStore, id: string) {
+  const run = await store.getRun(id);
+  if (!run) throw new NotFoundError("unknown_run", `no run "${id}" in the store; list them with llmix runs`);
+  return run;
+}
+
+const fmt = (v: number | null | undefined, digits = 3) => (v === null || v === undefined ? "-" : v.toFixed(digits));
+const pct = (v: number | null) => (v === null ? "-" : `${(v * 100).toFixed(1)}%`);
+
+/** A horizontal bar for a rate in [0, 1]. */
+function bar(rate: number | null, width = 24): string {
+  if (rate === null) return "";
+  const full = Math.round(Math.max(0, Math.min(1, rate)) * width);
+  return `${"█".repeat(full)}${"░".repeat(width - full)}`;
+}
+
+/** The metrics table and a success-by-difficulty chart. */
+function formatMetrics(metrics: readonly SliceMetrics[]): string {
+  const table = renderTable(
+    ["env", "difficulty", "episodes", "errors", "outcome", "success", "pass@k", "pass^k", "avg@k", "k", "steps", "tokens", "tool err"],
+    metrics.map((m) => [
+      m.env, m.difficulty, String(m.episodes), String(m.errors), fmt(m.mean_outcome), pct(m.success_rate), fmt(m.pass_at_k), fmt(m.pass_hat_k),
+      fmt(m.avg_at_k), `${m.k}${m.tasks_with_k ? "" : "*"}`, fmt(m.mean_steps, 1), fmt(m.mean_tokens, 0), pct(m.tool_error_rate),
+    ]),
+  );
+  const chart = metrics.map((m) => `  ${`${m.env}/${m.difficulty}`.padEnd(28)} ${bar(m.success_rate)} ${pct(m.success_rate)}`);
+  const components = metrics
+    .filter((m) => m.difficulty === "all")
+    .map((m) => `${m.env} mean reward components: ${Object.entries(m.mean_components).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")}`);
+  return [table, "", "success by difficulty", ...chart, "", ...components].join("\n");
+}
+
+function formatRollout(result: RolloutResult, groups: ReadonlyArray<{ group_id: string; rewards: number[]; grpo: Array<number | null> }>): string {
+  const r = result.run;
+  const head = `run ${r.run_id}: ${r.env}@${r.env_version}, policy ${r.policy}, ${result.episodes}/${r.planned_episodes} episodes stored (${result.ran} ran now, ${result.errors} errors) in ${result.seconds.toFixed(1)} s — ${result.episodes_per_s.toFixed(1)} episodes/s, ${result.steps_per_s.toFixed(0)} steps/s`;
+  const shown = groups.slice(0, 8).map((g) => `  ${g.group_id}\n    reward ${g.rewards.map((x) => x.toFixed(2)).join(" ")}\n    grpo   ${g.grpo.map((x) => (x === null ? "  - " : x.toFixed(2))).join(" ")}`);
+  const more = groups.length > 8 ? [`  ... ${groups.length - 8} more groups (llmix episodes --run ${r.run_id})`] : [];
+  return [head, "", formatMetrics(result.metrics), "", "advantages (GRPO) per group", ...shown, ...more].join("\n");
+}
+
+/** Groups of a run with their episodes' rewards and GRPO advantages, by group index. */
+function groupsOf(episodes: readonly EpisodeRecord[]) {
+  const groups = new Map<string, EpisodeRecord[]>();
+  for (const e of episodes) groups.set(e.group_id, [...(groups.get(e.group_id) ?? []), e]);
+  return [...groups.entries()].map(([group_id, list]) => {
+    const sorted = [...list].sort((a, b) => a.group_index - b.group_index);
+    return {
+      group_id,
+      task_id: sorted[0]?.task_id ?? "",
+      rewards: sorted.map((e) => e.total_reward),
+      grpo: sorted.map((e) => e.advantages?.grpo ?? null),
+      episodes: sorted.map((e) => ({ episode_id: e.episode_id, status: e.status, total_reward: e.total_reward, outcome: e.outcome, advantages: e.advantages })),
+    };
+  });
+}
+
+function readTaskFile(path: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ValidationError("invalid_argument", `--tasks-file ${path}: ${(error as Error).message}`);
+  }
+  return text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+}
+
+interface RolloutFlags {
+  env?: string;
+  policy?: string;
+  n?: number;
+  group: number;
+  concurrency: number;
+  workers: number;
+  difficulty?: string[];
+  split?: string;
+  task?: string[];
+  tasksFile?: string;
+  seed: number;
+  timeout: number;
+  maxSteps?: number;
+  checkpoint?: string;
+  runId?: string;
+  resume?: string;
+  store: string;
+  json?: boolean;
+  module?: string[];
+  baseUrl?: string;
+  model?: string;
+  temperature?: number;
+  maxTokens?: number;
+  systemPrompt?: string;
+}
+
+function configOf(flags: RolloutFlags): RolloutConfig {
+  const missing = (["env", "policy", "n"] as const).filter((k) => flags[k] === undefined);
+  if (missing.length > 0) {
+    throw new ValidationError("invalid_argument", `rollout needs ${missing.map((k) => (k === "n" ? "-n" : `--${k}`)).join(", ")} (or --resume RUN)`);
+  }
+  const taskIds = [...(flags.task ?? []), ...(flags.tasksFile ? readTaskFile(flags.tasksFile) : [])];
+  const envOptions: Record<string, JsonValue> = {};
+  if (flags.maxSteps !== undefined) envOptions.maxSteps = flags.maxSteps;
+  return {
+    env: flags.env as string,
+    policy: flags.policy as string,
+    policy_checkpoint: flags.checkpoint ?? null,
+    n: flags.n as number,
+    group: flags.group,
+    difficulties: (flags.difficulty ?? []).flatMap((d) => d.split(",")).filter(Boolean),
+    split: flags.split === undefined ? null : parseSplit(flags.split),
+    task_ids: taskIds.length > 0 ? taskIds : null,
+    seed: flags.seed,
+    timeout_ms: flags.timeout * 1000,
+    env_options: envOptions,
+    modules: (flags.module ?? []).map((m) => resolve(m)),
+  };
+}
+
+/** Add the rollout commands to the program. */
+export function registerRolloutCommands(program: Command): void {
+  program
+    .command("rollout")
+    .description("run episodes of an environment with a policy and store their trajectories")
+    .option("--env <id>", "environment id")
+    .option("--policy <spec>", "oracle | noisy-oracle:P | random | replay:RUN | openai")
+    .option("-n <n>", "episodes (rounded up to whole groups)", integer("-n", 1, 10_000_000))
+    .option("--group <k>", "rollouts per task with the same seed (GRPO group size)", integer("--group", 1, 1024), 1)
+    .option("--concurrency <c>", "episodes in flight per thread", integer("--concurrency", 1, 1024), 4)
+    .option("--workers <w>", "worker threads (1 = the main thread)", integer("--workers", 1, 64), 1)
+    .option("--difficulty <d>", "difficulty to sample (repeatable or comma-separated; default all)", collect)
+    .option("--split <split>", "train or eval")
+    .option("--task <id>", "an explicit task id (repeatable)", collect)
+    .option("--tasks-file <path>", "a file of task ids, one per line")
+    .option("--seed <s>", "seed of task sampling and episode seeds", integer("--seed", 0, 0x7fffffff), 0)
+    .option("--timeout <seconds>", "per-episode wall-clock limit", number("--timeout"), 600)
+    .option("--max-steps <n>", "override the environment's step budget", integer("--max-steps", 1, 100_000))
+    .option("--checkpoint <name>", "policy checkpoint recorded with every step")
+    .option("--run-id <id>", "id of the new run (default run-<time>-<random>)")
+    .option("--resume <run>", "finish an interrupted run: only its missing episodes run")
+    .option("--base-url <url>", "openai policy: the server's /v1 URL (or LLMIX_OPENAI_BASE_URL)")
+    .option("--model <name>", "openai policy: the model (or LLMIX_MODEL)")
+    .option("--temperature <t>", "openai policy: sampling temperature", number("--temperature"))
+    .option("--max-tokens <n>", "openai policy: completion tokens per turn", integer("--max-tokens", 1, 1_000_000))
+    .option("--system-prompt <text>", "openai policy: a system message")
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .addOption(moduleOption())
+    .action(async (flags: RolloutFlags) => {
+      const registry = await registryWith(flags.module);
+      const openai: Partial<OpenAIPolicyConfig> = {};
+      if (flags.baseUrl !== undefined) openai.baseURL = flags.baseUrl;
+      if (flags.model !== undefined) openai.model = flags.model;
+      if (flags.temperature !== undefined) openai.temperature = flags.temperature;
+      if (flags.maxTokens !== undefined) openai.maxTokens = flags.maxTokens;
+      if (flags.systemPrompt !== undefined) openai.systemPrompt = flags.systemPrompt;
+      const config = flags.resume ? undefined : configOf(flags);
+      const progress = progressBar("rollout [{bar}] {value}/{total} episodes · {rate}/s · ETA {eta_formatted} · mean outcome {mean} · errors {errors}");
+      const started = Date.now();
+      await withStore(flags.store, async (store) => {
+        const result = await rollout({
+          config,
+          resume: flags.resume,
+          runId: flags.runId,
+          concurrency: flags.concurrency,
+          workers: flags.workers,
+          store,
+          registry,
+          policyOptions: openai,
+          onProgress: (p) => {
+            if (!progress) return;
+            const payload = { mean: fmt(p.meanOutcome), errors: p.errors, rate: ((p.done / Math.max(0.001, (Date.now() - started) / 1000))).toFixed(1) };
+            if (p.done === 0 || !progress.getTotal()) progress.start(p.total, p.done, payload);
+            else progress.update(p.done, payload);
+          },
+        });
+        progress?.stop();
+        const groups = groupsOf(await store.episodes({ run_id: result.run.run_id }));
+        if (flags.json) {
+          const { tools: _tools, ...run } = result.run;
+          print(JSON.stringify({ ...result, run, groups }, null, 2));
+        } else print(formatRollout(result, groups));
+        if (result.errors > 0) process.stderr.write(`llmix: ${result.errors} episode(s) ended with an infrastructure error; see llmix episodes --run ${result.run.run_id} --status error\n`);
+      });
+    });
+
+  program
+    .command("runs")
+    .description("list the runs in the trajectory store")
+    .option("--limit <n>", "at most this many, newest first", integer("--limit", 1, 1_000_000), 50)
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .action(async (opts: { limit: number; store: string; json?: boolean }) => {
+      await withStore(opts.store, async (store) => {
+        const runs = await store.listRuns({ limit: opts.limit });
+        const rows = await Promise.all(runs.map(async (r) => ({ ...r, stored_episodes: await store.countEpisodes({ run_id: r.run_id }) })));
+        if (opts.json) return print(JSON.stringify(rows.map(({ tools: _t, ...r }) => r), null, 2));
+        if (rows.length === 0) return print(`No runs in ${opts.store}. Start one with llmix rollout.`);
+        print(renderTable(
+          ["run", "env", "policy", "status", "episodes", "created"],
+          rows.map((r) => [r.run_id, `${r.env}@${r.env_version}`, r.policy, r.status, `${r.stored_episodes}/${r.planned_episodes}`, r.created_at]),
+        ));
+      });
+    });
+
+  program
+    .command("episodes")
+    .description("list the episodes of a run (filters combine)")
+    .requiredOption("--run <id>", "run id")
+    .option("--difficulty <d>", "only this difficulty")
+    .option("--task <id>", "only this task id")
+    .option("--status <s>", "ok or error")
+    .option("--min-reward <r>", "total reward at least", number("--min-reward"))
+    .option("--max-reward <r>", "total reward at most", number("--max-reward"))
+    .option("--passed", "only episodes whose verdict passed")
+    .option("--failed", "only episodes whose verdict did not pass")
+    .option("--limit <n>", "at most this many", integer("--limit", 1, 10_000_000), 200)
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .action(async (opts: { run: string; difficulty?: string; task?: string; status?: string; minReward?: number; maxReward?: number; passed?: boolean; failed?: boolean; limit: number; store: string; json?: boolean }) => {
+      if (opts.status !== undefined && opts.status !== "ok" && opts.status !== "error") {
+        throw new ValidationError("invalid_argument", `--status must be ok or error, got "${opts.status}"`);
+      }
+      if (opts.passed && opts.failed) throw new ValidationError("invalid_argument", "--passed and --failed exclude each other");
+      await withStore(opts.store, async (store) => {
+        await requireRun(store, opts.run);
+        const query: EpisodeQuery = { run_id: opts.run, limit: opts.limit };
+        if (opts.difficulty !== undefined) query.difficulty = opts.difficulty;
+        if (opts.task !== undefined) query.task_id = opts.task;
+        if (opts.status !== undefined) query.status = opts.status as "ok" | "error";
+        if (opts.minReward !== undefined) query.min_reward = opts.minReward;
+        if (opts.maxReward !== undefined) query.max_reward = opts.maxReward;
+        if (opts.passed) query.passed = true;
+        if (opts.failed) query.passed = false;
+        const episodes = await store.episodes(query);
+        if (opts.json) return print(JSON.stringify(episodes, null, 2));
+        print(renderTable(
+          ["episode", "status", "steps", "reward", "outcome", "grpo", "end", "error"],
+          episodes.map((e) => [e.episode_id, e.status, String(e.steps), fmt(e.total_reward), fmt(e.outcome), fmt(e.advantages?.grpo), e.end_reason ?? "-", e.error?.code ?? ""]),
+        ));
+      });
+    });
+
+  program
+    .command("show")
+    .description("show one stored episode step by step, with its reward components")
+    .requiredOption("--episode <id>", "episode id")
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .action(async (opts: { episode: string; store: string; json?: boolean }) => {
+      await withStore(opts.store, async (store) => {
+        const stored = await requireEpisode(store, opts.episode);
+        if (opts.json) return print(JSON.stringify(stored, null, 2));
+        print(formatEpisode(stored));
+      });
+    });
+
+  program
+    .command("export")
+    .description(`export a run's episodes as a dataset (${EXPORT_FORMATS.join(", ")})`)
+    .requiredOption("--run <id>", "run id")
+    .requiredOption("--format <f>", EXPORT_FORMATS.join(" | "))
+    .requiredOption("--out <path>", "output file")
+    .option("--min-reward <r>", "only episodes with total reward at least", number("--min-reward"))
+    .option("--successes-only", "only episodes whose verdict passed")
+    .option("--difficulty <d>", "only this difficulty")
+    .option("--env <id>", "only this environment")
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .action(async (opts: { run: string; format: string; out: string; minReward?: number; successesOnly?: boolean; difficulty?: string; env?: string; store: string; json?: boolean }) => {
+      if (!(EXPORT_FORMATS as readonly string[]).includes(opts.format)) {
+        throw new NotFoundError("unknown_format", `unknown format "${opts.format}"; valid: ${EXPORT_FORMATS.join(", ")}`);
+      }
+      await withStore(opts.store, async (store) => {
+        const run = await requireRun(store, opts.run);
+        const result = await exportEpisodes(
+          { run, episodes: store.streamEpisodes({ run_id: opts.run }) },
+          { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env } },
+        );
+        if (opts.json) return print(JSON.stringify(result, null, 2));
+        print(`wrote ${result.rows} ${result.format} rows (${result.bytes} bytes) to ${result.path}`);
+      });
+    });
+
+  program
+    .command("replay")
+    .description("re-run a stored episode's actions on a fresh environment and compare with the record; exits 1 on any difference")
+    .requiredOption("--episode <id>", "episode id")
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .addOption(moduleOption())
+    .action(async (opts: { episode: string; store: string; json?: boolean; module?: string[] }) => {
+      const registry = await registryWith(opts.module);
+      await withStore(opts.store, async (store) => {
+        const stored = await requireEpisode(store, opts.episode);
+        const env = registry.get(stored.episode.env).create(envOptionsOf(await store.getRun(stored.episode.run_id)));
+        try {
+          const report = await replayEpisode(env, stored);
+          print(opts.json ? JSON.stringify(report, null, 2) : formatReplayReport(report));
+          if (!report.matched) process.exitCode = 1;
+        } finally {
+          await env.close();
+        }
+      });
+    });
+
+  program
+    .command("reverify")
+    .description("recompute a run's rewards from its stored actions with the current environment and verifiers; report what changed")
+    .requiredOption("--run <id>", "run id")
+    .addOption(storeOption())
+    .option("--json", "print JSON")
+    .addOption(moduleOption())
+    .action(async (opts: { run: string; store: string; json?: boolean; module?: string[] }) => {
+      const registry = await registryWith(opts.module);
+      await withStore(opts.store, async (store) => {
+        const run = await requireRun(store, opts.run);
+        const env = registry.get(run.env).create(envOptionsOf(run));
+        const changed: ReplayReport[] = [];
+        let checked = 0;
+        try {
+          for await (const stored of store.streamEpisodes({ run_id: opts.run, status: "ok" })) {
+            const report = await replayEpisode(env, stored);
+            checked++;
+            const same = Math.abs(report.recorded.total_reward - report.replayed.total_reward) < 1e-9 && report.recorded.outcome === report.replayed.outcome;
+            if (!same || !report.matched) changed.push(report);
+          }
+        } finally {
+          await env.close();
+        }
+        const summary = {
+          run_id: run.run_id,
+          recorded_env_version: run.env_version,
+          env_version: env.info.version,
+          checked,
+          changed: changed.length,
+          reward_changes: changed.map((r) => ({ episode_id: r.episode_id, recorded: r.recorded, replayed: r.replayed, differences: r.diffs.length })),
+        };
+        if (opts.json) return print(JSON.stringify(summary, null, 2));
+        print(`reverified ${checked} episodes of ${run.run_id} (${run.env}@${run.env_version} -> ${env.info.version}): ${changed.length} changed`);
+        if (changed.length > 0) {
+          print(renderTable(
+            ["episode", "reward", "outcome", "differences"],
+            changed.map((r) => [r.episode_id, `${fmt(r.recorded.total_reward)} -> ${fmt(r.replayed.total_reward)}`, `${fmt(r.recorded.outcome)} -> ${fmt(r.replayed.outcome)}`, String(r.diffs.length)]),
+          ));
+        }
+      });
+    });
+}
+
+/** The environment options a run used (so a replay has the same step budget). */
+function envOptionsOf(run: { config: JsonValue } | undefined): Record<string, unknown> {
+  const config = run?.config as { env_options?: Record<string, unknown> } | undefined;
+  return { ...(config?.env_options ?? {}) };
+}
+
+/** One episode as readable text: the row, then each step with its action, result and reward components. */
+export function formatEpisode({ episode: e, steps }: StoredEpisode): string {
+  const head = [
+    `${e.episode_id}`,
+    `  task ${e.task_id} seed ${e.seed} · ${e.env}@${e.env_version} · policy ${e.policy}${e.policy_checkpoint ? ` (${e.policy_checkpoint})` : ""}`,
+    `  ${e.status}${e.error ? ` (${e.error.code}: ${e.error.message})` : ""} · ${e.steps} steps · ${e.tokens} tokens · end ${e.end_reason ?? "-"}`,
+    `  total reward ${fmt(e.total_reward)} · outcome ${fmt(e.outcome)} · advantages ${e.advantages ? `grpo ${fmt(e.advantages.grpo)} dr_grpo ${fmt(e.advantages.dr_grpo)} rloo ${fmt(e.advantages.rloo)}` : "-"}`,
+  ];
+  const indent = (text: string, width = 1200) => (text.length > width ? `${text.slice(0, width)}…` : text).split("\n").map((l) => `    ${l}`).join("\n");
+  const body = steps.map((s) => {
+    const action = s.action.type === "tool_call" ? `${s.action.tool}(${JSON.stringify(s.action.args)})` : s.action.type === "message" ? `message: ${s.action.content}` : `invalid: ${JSON.stringify((s.action as { raw: unknown }).raw)}`;
+    const nonZero = Object.entries(s.reward_components).filter(([, v]) => v !== 0).map(([k, v]) => `${k} ${v.toFixed(3)}`);
+    const tool = s.tool_result ? ` → ${s.tool_result.status}${s.tool_result.error ? ` (${s.tool_result.error.message})` : ""}` : "";
+    return [`── step ${s.step} ──`, s.step === 1 ? `  observation:\n${indent(s.observation.rendered, 600)}` : `  observation:\n${indent(s.observation.rendered)}`, `  action: ${action}${tool}`, `  reward ${fmt(s.reward ?? 0)}${nonZero.length ? ` (${nonZero.join(", ")})` : ""}${s.terminated ? " · terminated" : ""}${s.truncated ? " · truncated" : ""}`].join("\n");
+  });
+  const verdict = e.verdict ? `verdict: ${JSON.stringify(e.verdict)}` : "";
+  return [...head, "", ...body, "", verdict].join("\n");
+}

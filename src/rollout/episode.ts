@@ -1,0 +1,158 @@
+/**
+ * One episode job: reset, drive the policy to the end, and turn what happened into the stored episode
+ * (its row and its step records). Failures of the policy or the environment never escape: they become
+ * an episode with status "error" and the steps taken so far, so one bad episode never stops a run.
+ */
+import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "../core/contract.js";
+import { LlmixError, toLlmixError } from "../core/errors.js";
+import type { JsonValue } from "../core/json.js";
+import { toDecision, type PolicyTurn } from "../core/policy.js";
+import type { AnyEnvironment } from "../core/registry.js";
+import { toStepRecord } from "../core/trajectory.js";
+import { parseTaskId } from "../tasks/task-id.js";
+import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
+import type { PolicySource } from "./policies/index.js";
+
+/** Everything a worker needs to run one episode; plain JSON so it can cross a thread or a queue. */
+export interface EpisodeJob {
+  run_id: string;
+  episode_id: string;
+  env: string;
+  task_id: string;
+  seed: number;
+  group_id: string;
+  group_index: number;
+  policy: string;
+  policy_checkpoint: string | null;
+  /** For `replay:RUN` policies: the actions to send, as they were sent. */
+  replay_actions?: unknown[];
+}
+
+/** How an episode job ended: the stored episode, and whether the environment instance may be reused. */
+export interface EpisodeOutcome {
+  stored: StoredEpisode;
+  /** False after a timeout: the abandoned episode may still be inside a step, so use a fresh instance. */
+  reusable: boolean;
+}
+
+/** Run one episode job on `env` (not in use by anything else) with a policy from `source`. */
+export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, options: { timeoutMs?: number } = {}): Promise<EpisodeOutcome> {
+  const startedAt = new Date();
+  const steps: TrajectoryStepRecord[] = [];
+  const state = { aborted: false };
+  const loop = driveEpisode(env, job, source, steps, state);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    if (options.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), options.timeoutMs);
+  });
+  let error: LlmixError | null = null;
+  let reusable = true;
+  try {
+    const ended = await Promise.race([loop, timeout]);
+    if (ended === "timeout") {
+      state.aborted = true;
+      reusable = false;
+      // The loop stops at its next step boundary; its late failures are of no interest any more.
+      loop.catch(() => undefined);
+      error = new LlmixError("episode_timeout", `episode ${job.episode_id} exceeded its time limit of ${options.timeoutMs} ms`);
+    }
+  } catch (thrown) {
+    error = toLlmixError(thrown);
+  } finally {
+    clearTimeout(timer);
+  }
+  const finishedAt = new Date();
+  return { stored: { episode: episodeRecord(job, steps.slice(), error, startedAt, finishedAt), steps: steps.slice() }, reusable };
+}
+
+async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, steps: TrajectoryStepRecord[], state: { aborted: boolean }): Promise<void> {
+  let observation: Observation = await env.reset(job.task_id, job.seed);
+  const policy = source.create({ env, taskId: job.task_id, seed: job.seed, groupIndex: job.group_index, replayActions: job.replay_actions });
+  const tools = env.tools();
+  const history: Array<{ action: Action; result: StepResult }> = [];
+  for (let step = 1; step <= env.maxSteps && !state.aborted; step++) {
+    const turn: PolicyTurn = { step, observation, tools, history };
+    const decision = toDecision(await policy.act(turn));
+    if (state.aborted) return;
+    const result = await env.step(decision.action as Action);
+    if (state.aborted) return;
+    steps.push(
+      toStepRecord({
+        episodeId: job.episode_id,
+        taskId: job.task_id,
+        envVersion: env.info.version,
+        policyCheckpoint: job.policy_checkpoint,
+        step,
+        observation,
+        action: decision.action,
+        result,
+        policy: decision.policy,
+      }),
+    );
+    history.push({ action: decision.action as Action, result });
+    observation = result.observation;
+    if (result.terminated || result.truncated) return;
+  }
+}
+
+/** The episode row of a job's step records. */
+export function episodeRecord(job: EpisodeJob, steps: readonly TrajectoryStepRecord[], error: LlmixError | null, startedAt: Date, finishedAt: Date): EpisodeRecord {
+  const last = steps.at(-1);
+  const ended = last !== undefined && (last.terminated || last.truncated);
+  const components: Record<string, number> = {};
+  const toolCalls: Record<string, number> = {};
+  let total = 0;
+  let cost = 0;
+  let tokens = 0;
+  for (const s of steps) {
+    total += s.reward ?? 0;
+    // The observations the policy acted on: the reset observation, then each step's result.
+    tokens += s.observation.tokens;
+    for (const [name, v] of Object.entries(s.reward_components)) components[name] = (components[name] ?? 0) + v;
+    const tool = s.tool_result as ToolResult | null;
+    if (tool) {
+      toolCalls[tool.status] = (toolCalls[tool.status] ?? 0) + 1;
+      cost += tool.cost;
+    }
+  }
+  const finalInfo = (last?.info ?? {}) as Record<string, unknown>;
+  const failed = error !== null || !ended;
+  return {
+    episode_id: job.episode_id,
+    run_id: job.run_id,
+    env: job.env,
+    env_version: last?.env_version ?? "",
+    task_id: job.task_id,
+    difficulty: difficultyOf(job.task_id),
+    seed: job.seed,
+    group_id: job.group_id,
+    group_index: job.group_index,
+    policy: job.policy,
+    policy_checkpoint: job.policy_checkpoint,
+    status: failed ? "error" : "ok",
+    error: error ? { code: error.code, message: error.message } : failed ? { code: "internal", message: "the episode stopped before it ended" } : null,
+    steps: steps.length,
+    tokens,
+    total_reward: total,
+    outcome: ended ? (last.reward_components.task ?? 0) : null,
+    reward_components: components,
+    verdict: ended ? ((finalInfo.verdict as JsonValue | undefined) ?? null) : null,
+    end_reason: ended ? ((finalInfo.end_reason as string | undefined) ?? null) : null,
+    terminated: ended && last.terminated,
+    truncated: ended && last.truncated,
+    cost,
+    tool_calls: toolCalls,
+    advantages: null,
+    started_at: startedAt.toISOString(),
+    finished_at: finishedAt.toISOString(),
+    duration_ms: finishedAt.getTime() - startedAt.getTime(),
+  };
+}
+
+function difficultyOf(taskId: string): string {
+  try {
+    return parseTaskId(taskId).difficulty;
+  } catch {
+    return "";
+  }
+}

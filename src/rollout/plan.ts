@@ -1,0 +1,98 @@
+/**
+ * A rollout run's plan: which tasks, seeds and group indexes it has, as episode jobs with deterministic
+ * ids. The plan is a pure function of the run id and its config, so `--resume` rebuilds the same jobs
+ * and runs only those whose episodes are not in the store yet.
+ */
+import { ValidationError } from "../core/errors.js";
+import type { JsonValue } from "../core/json.js";
+import type { AnyEnvironment } from "../core/registry.js";
+import { Rng } from "../core/rng.js";
+import { parseSplit, sampleTaskIds, type Split } from "../tasks/splits.js";
+import { parseTaskId } from "../tasks/task-id.js";
+import { episodeIdOf } from "../store/types.js";
+import type { EpisodeJob } from "./episode.js";
+
+/** What a run does; stored with the run (plain JSON) so it can be resumed. */
+export interface RolloutConfig {
+  env: string;
+  policy: string;
+  policy_checkpoint: string | null;
+  /** Episodes in the run: groups × group size (rounded up to whole groups). */
+  n: number;
+  /** Rollouts per task with the same seed (a GRPO group). */
+  group: number;
+  /** Difficulties to sample from (all of the env's when empty). */
+  difficulties: string[];
+  split: Split | null;
+  /** Explicit task ids instead of sampling. */
+  task_ids: string[] | null;
+  /** Seed of task sampling and episode seeds. */
+  seed: number;
+  /** Per-episode wall-clock limit. */
+  timeout_ms: number;
+  /** Environment options (e.g. maxSteps) passed to every instance. */
+  env_options: Record<string, JsonValue>;
+  /** Absolute paths of `--module` files, so workers and resumes load the same environments. */
+  modules: string[];
+}
+
+/** Check a config's shape and values; errors name the field. */
+export function validateConfig(config: RolloutConfig): RolloutConfig {
+  const bad = (field: string, why: string) => new ValidationError("invalid_argument", `${field} ${why}`, { field });
+  if (!Number.isSafeInteger(config.n) || config.n < 1) throw bad("n", `must be an integer >= 1, got ${config.n}`);
+  if (!Number.isSafeInteger(config.group) || config.group < 1 || config.group > 1024) throw bad("group", `must be an integer in [1, 1024], got ${config.group}`);
+  if (!Number.isSafeInteger(config.seed) || config.seed < 0) throw bad("seed", `must be an integer >= 0, got ${config.seed}`);
+  if (!Number.isFinite(config.timeout_ms) || config.timeout_ms <= 0) throw bad("timeout", `must be a positive number of milliseconds, got ${config.timeout_ms}`);
+  if (config.split !== null) parseSplit(config.split);
+  return config;
+}
+
+/** The episode jobs of a run, in a stable order (task by task, group index within a task). */
+export function planJobs(runId: string, config: RolloutConfig, env: AnyEnvironment): EpisodeJob[] {
+  const groups = Math.ceil(config.n / config.group);
+  const taskIds = selectTasks(config, env, groups);
+  const jobs: EpisodeJob[] = [];
+  for (const taskId of taskIds) {
+    const seed = episodeSeed(config.seed, taskId);
+    for (let g = 0; g < config.group; g++) {
+      jobs.push({
+        run_id: runId,
+        episode_id: episodeIdOf(runId, taskId, g),
+        env: config.env,
+        task_id: taskId,
+        seed,
+        group_id: `${runId}/${taskId}`,
+        group_index: g,
+        policy: config.policy,
+        policy_checkpoint: config.policy_checkpoint,
+      });
+    }
+  }
+  return jobs;
+}
+
+/** The seed all rollouts of a task share in a run with this config seed. */
+export function episodeSeed(configSeed: number, taskId: string): number {
+  return Rng.fromKey("llmix/rollout-seed", configSeed, taskId).int(0, 0x7fffffff);
+}
+
+function selectTasks(config: RolloutConfig, env: AnyEnvironment, groups: number): string[] {
+  const family = env.tasks.families[0] as string;
+  const valid = env.tasks.difficulties as readonly string[];
+  if (config.task_ids) {
+    if (config.task_ids.length === 0) throw new ValidationError("invalid_argument", "the task id list is empty");
+    const rules = { families: env.tasks.families, difficulties: valid };
+    const ids = config.task_ids.map((raw) => parseTaskId(raw, rules).id);
+    const dup = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (dup) throw new ValidationError("invalid_argument", `task id ${dup} is listed twice; use --group for several rollouts of one task`);
+    if (ids.length < groups) {
+      throw new ValidationError("invalid_argument", `${ids.length} task ids give ${ids.length * config.group} episodes, fewer than -n ${config.n}`);
+    }
+    return ids.slice(0, groups);
+  }
+  const difficulties = config.difficulties.length > 0 ? config.difficulties : [...valid];
+  for (const d of difficulties) {
+    if (!valid.includes(d)) throw new ValidationError("invalid_argument", `unknown difficulty "${d}"; valid: ${valid.join(", ")}`);
+  }
+  return sampleTaskIds({ family, difficulties, n: groups, split: config.split ?? undefined, seed: config.seed });
+}

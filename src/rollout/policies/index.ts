@@ -1,0 +1,113 @@
+/**
+ * Policies by spec string, as `llmix rollout --policy` takes them:
+ * - `oracle`: the environment's reference solver;
+ * - `noisy-oracle:P`: the reference solver, but at each step with seeded probability P a random valid
+ *   tool call or message instead (the oracle's own next action is kept for later) — mixed rewards
+ *   within a group, which GRPO needs;
+ * - `random`: valid random tool calls sampled from the tool schemas, and messages;
+ * - `replay:RUN`: the actions of the same task and group index stored in run RUN;
+ * - `openai`: an OpenAI-compatible chat-completions server (configured by flags or environment).
+ * A spec becomes a `PolicySource`, which makes one fresh policy per episode, after its reset.
+ */
+import type { Action } from "../../core/contract.js";
+import { NotFoundError, ValidationError } from "../../core/errors.js";
+import type { Policy, PolicyTurn } from "../../core/policy.js";
+import type { AnyEnvironment } from "../../core/registry.js";
+import { Rng } from "../../core/rng.js";
+import { openaiConfigFromEnv, openaiPolicy, type OpenAIPolicyConfig } from "./openai.js";
+import { randomPolicy } from "./random.js";
+
+/** The valid `--policy` forms, for error messages and help. */
+export const POLICY_SPECS = ["oracle", "noisy-oracle:P", "random", "replay:RUN", "openai"] as const;
+
+/** What a policy source knows about the episode it makes a policy for (the env is already reset). */
+export interface PolicyContext {
+  env: AnyEnvironment;
+  taskId: string;
+  seed: number;
+  groupIndex: number;
+  /** For `replay:RUN`: the stored actions of this task and group index in RUN (the runner fetches them). */
+  replayActions?: unknown[];
+}
+
+/** Makes one policy per episode. */
+export interface PolicySource {
+  /** The spec it was parsed from, e.g. "noisy-oracle:0.3". */
+  readonly spec: string;
+  /** For `replay:RUN`: the run whose actions are replayed. */
+  readonly replayRun?: string;
+  create(ctx: PolicyContext): Policy;
+}
+
+/** Options a spec may need. */
+export interface PolicySpecOptions {
+  /** Flags for the `openai` policy (the rest comes from environment variables). */
+  openai?: Partial<OpenAIPolicyConfig>;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Parse a `--policy` spec; an unknown or malformed spec names the valid forms. */
+export function parsePolicySpec(spec: string, options: PolicySpecOptions = {}): PolicySource {
+  const [name, arg, ...extra] = String(spec).split(":");
+  const bad = (why: string) =>
+    new ValidationError("invalid_argument", `--policy ${spec}: ${why}; valid: ${POLICY_SPECS.join(", ")}`, { valid: [...POLICY_SPECS] });
+  if (extra.length > 0) throw bad("too many ':' parts");
+  switch (name) {
+    case "oracle":
+      if (arg !== undefined) throw bad("oracle takes no argument");
+      return { spec, create: ({ env }) => env.referenceSolver() };
+    case "noisy-oracle": {
+      const p = Number(arg);
+      if (arg === undefined || arg.trim() === "" || !Number.isFinite(p) || p < 0 || p > 1) throw bad("P must be a probability in [0, 1], e.g. noisy-oracle:0.3");
+      return { spec, create: (ctx) => noisyOracle(ctx, p) };
+    }
+    case "random":
+      if (arg !== undefined) throw bad("random takes no argument");
+      return { spec, create: ({ taskId, seed, groupIndex }) => randomPolicy(`${taskId}|${seed}|${groupIndex}`) };
+    case "replay":
+      if (!arg) throw bad("name the run whose actions to replay, e.g. replay:run-20261129-1");
+      return {
+        spec,
+        replayRun: arg,
+        create: ({ replayActions }) => {
+          if (!replayActions) throw new NotFoundError("unknown_episode", `run ${arg} has no stored episode for this task and group index`);
+          return replayPolicy(replayActions);
+        },
+      };
+    case "openai": {
+      if (arg !== undefined) throw bad("openai takes no argument (use --model, --base-url or environment variables)");
+      // Validated now, so a missing base URL or model fails before any episode starts.
+      const config = openaiConfigFromEnv(options.openai ?? {}, options.env ?? process.env);
+      return { spec, create: () => openaiPolicy(config) };
+    }
+    default:
+      throw new NotFoundError("unknown_policy", `unknown policy "${spec}"; valid: ${POLICY_SPECS.join(", ")}`, { valid: [...POLICY_SPECS] });
+  }
+}
+
+/** The reference solver with seeded noise: with probability p a random action replaces the oracle's turn. */
+function noisyOracle(ctx: PolicyContext, p: number): Policy {
+  const oracle = ctx.env.referenceSolver();
+  const key = `${ctx.taskId}|${ctx.seed}|${ctx.groupIndex}`;
+  const rng = Rng.fromKey("noisy-oracle", key);
+  const random = randomPolicy(key);
+  return {
+    name: `noisy-oracle:${p}`,
+    act: (turn: PolicyTurn) => (rng.bool(p) ? random.act(turn) : oracle.act(turn)),
+  };
+}
+
+/**
+ * The stored actions, in order, exactly as they were sent (malformed ones too, so a replay reproduces
+ * invalid calls). Past the end it sends an empty message: a replay of an ended episode never gets there.
+ */
+export function replayPolicy(actions: readonly unknown[]): Policy {
+  let next = 0;
+  return {
+    name: "replay",
+    act: () => {
+      const action = actions[next++];
+      return action === undefined ? { type: "message", content: "" } : { action: action as Action | Record<string, unknown> };
+    },
+  };
+}

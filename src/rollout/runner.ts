@@ -1,0 +1,245 @@
+/**
+ * The rollout runner (DESIGN §6): runs a plan's episode jobs with `concurrency` episodes in flight per
+ * thread, on the main thread (`workers` <= 1) or on `workers` worker threads, writes each finished
+ * episode to the trajectory store as it comes, sets a group's advantages once the whole group is stored,
+ * and computes the run's metrics at the end. The unit of work is an `EpisodeJob` (plain JSON), so jobs
+ * can later come from a queue on other machines.
+ */
+import { randomBytes } from "node:crypto";
+import { NotFoundError, ValidationError } from "../core/errors.js";
+import type { JsonValue } from "../core/json.js";
+import type { ToolSpec } from "../core/contract.js";
+import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
+import type { Advantages, EpisodeRecord, RunRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
+import { groupAdvantages } from "./advantages.js";
+import type { EpisodeJob } from "./episode.js";
+import { runMetrics, type SliceMetrics } from "./metrics.js";
+import { planJobs, validateConfig, type RolloutConfig } from "./plan.js";
+import { parsePolicySpec, type PolicySpecOptions } from "./policies/index.js";
+import { sentAction } from "./replay.js";
+import { runJobsInProcess, runJobsOnWorkers, type JobRunner } from "./pool.js";
+
+/** Progress after each stored episode. */
+export interface RolloutProgress {
+  done: number;
+  total: number;
+  errors: number;
+  /** Mean outcome of the episodes finished in this invocation (null before the first). */
+  meanOutcome: number | null;
+}
+
+/** How to run: either a new run (`config`) or `resume` of a stored one. */
+export interface RolloutOptions {
+  config?: RolloutConfig;
+  /** Resume this run: its config comes from the store; only its missing episodes run. */
+  resume?: string;
+  /** Id of a new run (default: run-<UTC time>-<random>). */
+  runId?: string;
+  concurrency?: number;
+  workers?: number;
+  store: TrajectoryStore;
+  registry: EnvironmentRegistry;
+  /** Options for the policy spec (openai flags); passed to workers as JSON. */
+  policyOptions?: PolicySpecOptions["openai"];
+  onProgress?: (progress: RolloutProgress) => void;
+}
+
+/** What a finished rollout reports. */
+export interface RolloutResult {
+  run: RunRecord;
+  /** Episodes of the run in the store now. */
+  episodes: number;
+  /** Episodes run by this invocation. */
+  ran: number;
+  errors: number;
+  steps: number;
+  seconds: number;
+  episodes_per_s: number;
+  steps_per_s: number;
+  metrics: SliceMetrics[];
+}
+
+/** A new run id: sortable by time, unique by a random suffix. */
+export function newRunId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `run-${stamp}-${randomBytes(3).toString("hex")}`;
+}
+
+/** Run (or resume) a rollout; returns when every planned episode is in the store. */
+export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
+  const concurrency = options.concurrency ?? 1;
+  const workers = options.workers ?? 1;
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
+    throw new ValidationError("invalid_argument", `concurrency must be an integer in [1, 1024], got ${concurrency}`);
+  }
+  if (!Number.isSafeInteger(workers) || workers < 1 || workers > 64) {
+    throw new ValidationError("invalid_argument", `workers must be an integer in [1, 64], got ${workers}`);
+  }
+  const { store, registry } = options;
+  const { run, config } = await openRun(options);
+  const entry = registry.get(config.env);
+  const source = parsePolicySpec(config.policy, { openai: options.policyOptions });
+  const planner = entry.create(config.env_options);
+  const jobs = planJobs(run.run_id, config, planner);
+  await planner.close();
+
+  const stored = new Map<string, EpisodeRecord>();
+  for (const e of await store.episodes({ run_id: run.run_id })) stored.set(e.episode_id, e);
+  const todo = jobs.filter((j) => !stored.has(j.episode_id));
+  if (source.replayRun) await attachReplayActions(store, source.replayRun, todo);
+
+  const groups = new Map<string, EpisodeJob[]>();
+  for (const job of jobs) (groups.get(job.group_id) ?? groups.set(job.group_id, []).get(job.group_id)!).push(job);
+  const writer = new EpisodeWriter(store, groups, stored);
+
+  const started = process.hrtime.bigint();
+  const before = stored.size;
+  let ran = 0;
+  let errors = 0;
+  let steps = 0;
+  let outcomeSum = 0;
+  let outcomes = 0;
+  const onResult = (result: StoredEpisode) => {
+    ran++;
+    steps += result.steps.length;
+    if (result.episode.status === "error") errors++;
+    else if (result.episode.outcome !== null) {
+      outcomeSum += result.episode.outcome;
+      outcomes++;
+    }
+    writer.add(result);
+    options.onProgress?.({ done: before + ran, total: jobs.length, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
+  };
+  options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
+  const runner: JobRunner = workers <= 1 ? runJobsInProcess : runJobsOnWorkers;
+  try {
+    await runner(todo, { config, concurrency, workers, registry, policyOptions: options.policyOptions, onResult });
+  } finally {
+    // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
+    await writer.flush();
+  }
+  await store.finishRun(run.run_id, "finished");
+
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const all = await store.episodes({ run_id: run.run_id });
+  return {
+    run: (await store.getRun(run.run_id)) as RunRecord,
+    episodes: all.length,
+    ran,
+    errors,
+    steps,
+    seconds,
+    episodes_per_s: ran / Math.max(seconds, 1e-9),
+    steps_per_s: steps / Math.max(seconds, 1e-9),
+    metrics: runMetrics(all, config.group),
+  };
+}
+
+async function openRun(options: RolloutOptions): Promise<{ run: RunRecord; config: RolloutConfig }> {
+  const { store, registry } = options;
+  if (options.resume) {
+    const run = await store.getRun(options.resume);
+    if (!run) throw new NotFoundError("unknown_run", `no run "${options.resume}" in the store`);
+    const config = validateConfig(run.config as unknown as RolloutConfig);
+    registry.get(config.env);
+    return { run, config };
+  }
+  if (!options.config) throw new ValidationError("invalid_argument", "a rollout needs a config or a run to resume");
+  const config = validateConfig(options.config);
+  const entry = registry.get(config.env);
+  // Parsing the policy first makes a bad spec fail before anything is stored.
+  parsePolicySpec(config.policy, { openai: options.policyOptions });
+  const planner = entry.create(config.env_options);
+  const run: RunRecord = {
+    run_id: options.runId ?? newRunId(),
+    env: entry.id,
+    env_version: entry.version,
+    policy: config.policy,
+    policy_checkpoint: config.policy_checkpoint,
+    config: config as unknown as JsonValue,
+    tools: await toolsOf(planner, config),
+    status: "running",
+    planned_episodes: Math.ceil(config.n / config.group) * config.group,
+    created_at: new Date().toISOString(),
+    finished_at: null,
+  };
+  await planner.close();
+  await store.createRun(run);
+  return { run, config };
+}
+
+/** The environment's full tool set (tools are per episode: reset one planned task to read them). */
+async function toolsOf(env: AnyEnvironment, config: RolloutConfig): Promise<ToolSpec[]> {
+  const [first] = planJobs("tools", { ...config, n: 1, group: 1 }, env);
+  await env.reset((first as EpisodeJob).task_id, (first as EpisodeJob).seed);
+  return env.tools();
+}
+
+async function attachReplayActions(store: TrajectoryStore, runId: string, jobs: EpisodeJob[]): Promise<void> {
+  if (!(await store.getRun(runId))) throw new NotFoundError("unknown_run", `replay: no run "${runId}" in the store`);
+  for (const job of jobs) {
+    const source = `${runId}/${job.task_id}/g${job.group_index}`;
+    const steps = await store.getSteps(source);
+    if (steps.length > 0) job.replay_actions = steps.map(sentAction);
+  }
+}
+
+/**
+ * Writes finished episodes in batches (whatever finished while the last write ran goes in the next
+ * transaction) and sets advantages when a group is complete.
+ */
+class EpisodeWriter {
+  private pending: StoredEpisode[] = [];
+  private writing: Promise<void> = Promise.resolve();
+  /** The first failed write: kept and thrown by `flush`, never left as an unhandled rejection. */
+  private failure: unknown = null;
+
+  constructor(
+    private readonly store: TrajectoryStore,
+    private readonly groups: ReadonlyMap<string, EpisodeJob[]>,
+    private readonly stored: Map<string, EpisodeRecord>,
+  ) {}
+
+  add(episode: StoredEpisode): void {
+    if (this.failure !== null) throw this.failure;
+    this.pending.push(episode);
+    if (this.pending.length === 1) {
+      this.writing = this.writing.then(() => this.writeBatch()).catch((error: unknown) => {
+        this.failure ??= error;
+      });
+    }
+  }
+
+  async flush(): Promise<void> {
+    await this.writing;
+    if (this.failure === null && this.pending.length > 0) await this.writeBatch();
+    if (this.failure !== null) throw this.failure;
+  }
+
+  private async writeBatch(): Promise<void> {
+    // Yield once so episodes finishing in the same tick join this batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    await this.store.writeEpisodes(batch);
+    const touched = new Set<string>();
+    for (const { episode } of batch) {
+      this.stored.set(episode.episode_id, episode);
+      touched.add(episode.group_id);
+    }
+    const values: Array<{ episode_id: string; advantages: Advantages }> = [];
+    for (const groupId of touched) values.push(...this.groupAdvantages(groupId));
+    if (values.length > 0) await this.store.setAdvantages(values);
+  }
+
+  /** Advantages of a complete group over its ok episodes' total rewards (error episodes get none). */
+  private groupAdvantages(groupId: string): Array<{ episode_id: string; advantages: Advantages }> {
+    const jobs = this.groups.get(groupId) ?? [];
+    const members = jobs.map((j) => this.stored.get(j.episode_id));
+    if (members.some((m) => m === undefined)) return [];
+    const ok = (members as EpisodeRecord[]).filter((m) => m.status === "ok");
+    const advantages = groupAdvantages(ok.map((m) => m.total_reward));
+    return ok.map((m, i) => ({ episode_id: m.episode_id, advantages: advantages[i] as Advantages }));
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * Dataset export of stored trajectories (DESIGN §6): native JSONL, TRL (SFT conversations with tools,
+ * GRPO prompts) and verl Parquet. Exports stream: episodes are read one at a time from the store's
+ * iterator and written as they come (Parquet holds at most one row group), so a run of any size exports
+ * in bounded memory. The file appears at `out` only once the export succeeded.
+ *
+ * Episodes with status `error` (infrastructure failures: the policy server was down, a timeout) are never
+ * exported, in any format, JSONL included: their trajectories are cut short by something other than the
+ * policy, so they are neither demonstrations nor outcomes, and the store still holds them for debugging.
+ */
+import { parquetWriteRows } from "hyparquet-writer";
+import { NotFoundError, ValidationError } from "../../core/errors.js";
+import type { JsonValue } from "../../core/json.js";
+import type { RunRecord, StoredEpisode } from "../types.js";
+import { inStepOrder, toJsonlLines } from "./jsonl.js";
+import { ExportFile, ParquetSink } from "./output.js";
+import { toFunctionTools, toGrpoRow, toSftRow } from "./trl.js";
+import { toolNames, toVerlRow, verlSchema, VERL_COLUMNS, type VerlRow } from "./verl.js";
+
+export { toFunctionTools, toMessages, toSftRow, toGrpoRow, promptOf, renderResult } from "./trl.js";
+export type { ChatMessage, ChatToolCall, FunctionTool, ToolMessage, TrlGrpoRow, TrlSftRow } from "./trl.js";
+export { verlSchema, toVerlRow, VERL_COLUMNS, VERL_AGENT_NAME, VERL_INTERACTION_NAME, type VerlRow } from "./verl.js";
+
+/** Every export format, by name. */
+export const EXPORT_FORMATS = ["jsonl", "trl-sft", "trl-grpo", "verl"] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** Which episodes to export; fields combine with AND. */
+export interface ExportFilter {
+  /** Only episodes whose total reward is at least this. */
+  minReward?: number;
+  /** Only episodes whose verdict passed. */
+  successesOnly?: boolean;
+  /** Only episodes of this difficulty. */
+  difficulty?: string;
+  /** Only episodes of this environment id. */
+  env?: string;
+}
+
+/** What to export and where. */
+export interface ExportOptions {
+  format: string;
+  /** The file to write (its directory must exist). Replaced atomically when the export succeeds. */
+  out: string;
+  filter?: ExportFilter;
+}
+
+/** What an export wrote. `rows` counts lines (one per step record for `jsonl`) or Parquet rows. */
+export interface ExportResult {
+  format: ExportFormat;
+  path: string;
+  rows: number;
+  bytes: number;
+}
+
+/**
+ * Export a run's episodes to a training dataset file. Unknown format: NotFoundError "unknown_format";
+ * bad options: ValidationError "invalid_argument"; an unwritable `out`: LlmixError "store_error".
+ * For `trl-grpo` and `verl` (prompt datasets, one row per task id + seed) a task is exported when any
+ * of its episodes passes the filter.
+ */
+export async function exportEpisodes(
+  input: { run: RunRecord; episodes: AsyncIterable<StoredEpisode> },
+  options: ExportOptions,
+): Promise<ExportResult> {
+  const format = parseFormat(options.format);
+  const filter = parseFilter(options.filter);
+  if (typeof options.out !== "string" || options.out.length === 0) {
+    throw new ValidationError("invalid_argument", "out must be a non-empty file path");
+  }
+  const episodes = selected(input.episodes, filter);
+  const file = await ExportFile.open(options.out);
+  try {
+    const rows = await WRITERS[format](input.run, episodes, file);
+    const bytes = await file.commit();
+    return { format, path: options.out, rows, bytes };
+  } catch (error) {
+    await file.abort();
+    throw error;
+  }
+}
+
+type Writer = (run: RunRecord, episodes: AsyncIterable<StoredEpisode>, file: ExportFile) => Promise<number>;
+
+const WRITERS: Record<ExportFormat, Writer> = {
+  async jsonl(_run, episodes, file) {
+    let rows = 0;
+    for await (const episode of episodes) {
+      await file.write(toJsonlLines(episode.steps));
+      rows += episode.steps.length;
+    }
+    return rows;
+  },
+
+  async "trl-sft"(run, episodes, file) {
+    const tools = toFunctionTools(run.tools);
+    let rows = 0;
+    for await (const episode of episodes) {
+      const row = toSftRow(episode, tools);
+      if (!row) continue;
+      await file.write(`${JSON.stringify(row)}\n`);
+      rows++;
+    }
+    return rows;
+  },
+
+  async "trl-grpo"(_run, episodes, file) {
+    let rows = 0;
+    for await (const episode of distinctTasks(episodes)) {
+      const row = toGrpoRow(episode);
+      if (!row) continue;
+      await file.write(`${JSON.stringify(row)}\n`);
+      rows++;
+    }
+    return rows;
+  },
+
+  async verl(run, episodes, file) {
+    const tools = toolNames(run.tools);
+    let rows = 0;
+    async function* verlRows(): AsyncGenerator<VerlRow> {
+      for await (const episode of distinctTasks(episodes)) {
+        const row = toVerlRow(episode, rows, tools);
+        if (!row) continue;
+        rows++;
+        yield row;
+      }
+    }
+    await parquetWriteRows({
+      writer: new ParquetSink(file),
+      rows: verlRows() as AsyncIterable<Record<string, unknown>>,
+      columns: VERL_COLUMNS.map((name) => ({ name })),
+      schema: verlSchema(run),
+      // Rows are prompts (a few KB each): a couple of thousand per group keeps memory to a few MB.
+      rowGroupSize: 2000,
+      kvMetadata: [{ key: "llmix.export", value: JSON.stringify(provenance(run, "verl")) }],
+      createdBy: "llmix (hyparquet-writer)",
+    });
+    return rows;
+  },
+};
+
+/** Where a file came from, kept in Parquet metadata so a dataset can be traced back to its run. */
+function provenance(run: RunRecord, format: ExportFormat): Record<string, JsonValue> {
+  return { format, run_id: run.run_id, env: run.env, env_version: run.env_version, policy: run.policy, policy_checkpoint: run.policy_checkpoint };
+}
+
+/** The episodes an export takes: status ok, passing the filter, steps in order. */
+async function* selected(episodes: AsyncIterable<StoredEpisode>, filter: ExportFilter): AsyncGenerator<StoredEpisode> {
+  for await (const stored of episodes) {
+    const e = stored.episode;
+    if (e.status !== "ok") continue;
+    if (filter.minReward !== undefined && !(e.total_reward >= filter.minReward)) continue;
+    if (filter.successesOnly && !passed(e.verdict)) continue;
+    if (filter.difficulty !== undefined && e.difficulty !== filter.difficulty) continue;
+    if (filter.env !== undefined && e.env !== filter.env) continue;
+    const steps = inStepOrder(stored.steps);
+    yield steps === stored.steps ? stored : { episode: e, steps };
+  }
+}
+
+/** The first episode of each (task id, seed): the members of a GRPO group share one prompt. */
+async function* distinctTasks(episodes: AsyncIterable<StoredEpisode>): AsyncGenerator<StoredEpisode> {
+  // Only keys are kept (one short string per task), never episodes.
+  const seen = new Set<string>();
+  for await (const stored of episodes) {
+    if (stored.steps.length === 0) continue;
+    const key = `${stored.episode.task_id}\u0000${stored.episode.seed}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    yield stored;
+  }
+}
+
+function passed(verdict: JsonValue | null): boolean {
+  return typeof verdict === "object" && verdict !== null && !Array.isArray(verdict) && verdict.passed === true;
+}
+
+function parseFormat(format: unknown): ExportFormat {
+  if ((EXPORT_FORMATS as readonly unknown[]).includes(format)) return format as ExportFormat;
+  throw new NotFoundError("unknown_format", `unknown export format "${String(format)}"; valid: ${EXPORT_FORMATS.join(", ")}`, {
+    valid: [...EXPORT_FORMATS],
+  });
+}
+
+function parseFilter(raw: unknown): ExportFilter {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) throw new ValidationError("invalid_argument", "filter must be an object");
+  const f = raw as Record<string, unknown>;
+  const filter: ExportFilter = {};
+  if (f.minReward !== undefined) {
+    if (typeof f.minReward !== "number" || !Number.isFinite(f.minReward)) {
+      throw new ValidationError("invalid_argument", `filter.minReward must be a finite number, got ${String(f.minReward)}`);
+    }
+    filter.minReward = f.minReward;
+  }
+  if (f.successesOnly !== undefined) {
+    if (typeof f.successesOnly !== "boolean") throw new ValidationError("invalid_argument", "filter.successesOnly must be a boolean");
+    filter.successesOnly = f.successesOnly;
+  }
+  for (const key of ["difficulty", "env"] as const) {
+    if (f[key] === undefined) continue;
+    if (typeof f[key] !== "string" || f[key] === "") throw new ValidationError("invalid_argument", `filter.${key} must be a non-empty string`);
+    filter[key] = f[key];
+  }
+  return filter;
+}

@@ -1,0 +1,143 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { builtinRegistry } from "../../src/envs/index.js";
+import { rollout, type RolloutOptions } from "../../src/rollout/runner.js";
+import type { RolloutConfig } from "../../src/rollout/plan.js";
+import { openStore } from "../../src/store/sqlite-store.js";
+import type { TrajectoryStore } from "../../src/store/types.js";
+
+const stores: TrajectoryStore[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+});
+
+function config(over: Partial<RolloutConfig> = {}): RolloutConfig {
+  return {
+    env: "billing-dispute", policy: "noisy-oracle:0.3", policy_checkpoint: null, n: 8, group: 4, difficulties: ["easy"], split: null,
+    task_ids: null, seed: 5, timeout_ms: 60_000, env_options: {}, modules: [], ...over,
+  };
+}
+
+function memoryStore(): TrajectoryStore {
+  const store = openStore(":memory:");
+  stores.push(store);
+  return store;
+}
+
+/** Episode id -> [status, total reward, steps] of a run: what must not depend on how it was executed. */
+async function fingerprintOf(store: TrajectoryStore, runId: string) {
+  const out: Record<string, [string, number, number, number | null]> = {};
+  for (const e of await store.episodes({ run_id: runId })) out[e.episode_id] = [e.status, e.total_reward, e.steps, e.advantages?.grpo ?? null];
+  return out;
+}
+
+describe("rollout runner", () => {
+  it("runs groups of k with one seed per task, stores every episode and sets group advantages", async () => {
+    const store = memoryStore();
+    const result = await rollout({ store, registry: builtinRegistry(), runId: "run-a", config: config(), concurrency: 2 });
+    expect(result.episodes).toBe(8);
+    expect(result.errors).toBe(0);
+    const episodes = await store.episodes({ run_id: "run-a" });
+    expect(episodes).toHaveLength(8);
+    const groups = new Map<string, typeof episodes>();
+    for (const e of episodes) groups.set(e.group_id, [...(groups.get(e.group_id) ?? []), e]);
+    expect(groups.size).toBe(2);
+    for (const members of groups.values()) {
+      expect(new Set(members.map((m) => `${m.task_id}|${m.seed}`)).size).toBe(1);
+      expect(members.map((m) => m.group_index).sort()).toEqual([0, 1, 2, 3]);
+      expect(members.every((m) => m.advantages !== null)).toBe(true);
+      expect(members.reduce((s, m) => s + (m.advantages?.dr_grpo ?? 0), 0)).toBeCloseTo(0, 9);
+    }
+    // Noise gives mixed rewards within groups: what GRPO needs.
+    expect(new Set(episodes.map((e) => e.total_reward.toFixed(6))).size).toBeGreaterThan(2);
+    const all = result.metrics.find((m) => m.difficulty === "all");
+    expect(all?.k).toBe(4);
+    expect(all?.tasks_with_k).toBe(2);
+    expect(all?.pass_at_k).toBeGreaterThanOrEqual(all?.pass_hat_k ?? 1);
+    const steps = await store.getSteps(episodes[0]!.episode_id);
+    expect(steps.map((s) => s.step)).toEqual(steps.map((_, i) => i + 1));
+    expect(steps.at(-1)?.terminated || steps.at(-1)?.truncated).toBe(true);
+    expect((await store.getRun("run-a"))?.status).toBe("finished");
+  });
+
+  it("gives the same episodes whatever the concurrency (episode ids, seeds and policies are deterministic)", async () => {
+    const a = memoryStore();
+    const b = memoryStore();
+    await rollout({ store: a, registry: builtinRegistry(), runId: "run-d", config: config(), concurrency: 1 });
+    await rollout({ store: b, registry: builtinRegistry(), runId: "run-d", config: config(), concurrency: 3 });
+    expect(await fingerprintOf(b, "run-d")).toEqual(await fingerprintOf(a, "run-d"));
+  });
+
+  it("resumes an interrupted run without duplicates, ending with the same episodes as an uninterrupted one", async () => {
+    const store = memoryStore();
+    let seen = 0;
+    await expect(
+      rollout({
+        store, registry: builtinRegistry(), runId: "run-r", config: config(), concurrency: 1,
+        onProgress: () => {
+          if (++seen === 5) throw new Error("killed");
+        },
+      }),
+    ).rejects.toThrow("killed");
+    const partial = await store.countEpisodes({ run_id: "run-r" });
+    expect(partial).toBeLessThan(8);
+    expect((await store.getRun("run-r"))?.status).toBe("running");
+    const resumed = await rollout({ store, registry: builtinRegistry(), resume: "run-r" });
+    expect(resumed.ran).toBe(8 - partial);
+    expect(resumed.episodes).toBe(8);
+    const reference = memoryStore();
+    await rollout({ store: reference, registry: builtinRegistry(), runId: "run-r", config: config() });
+    expect(await fingerprintOf(store, "run-r")).toEqual(await fingerprintOf(reference, "run-r"));
+  });
+
+  it("records a timed-out episode as an error and finishes the run", async () => {
+    const store = memoryStore();
+    // Real latency: every tool call sleeps its simulated latency (15-150 ms), far over the 20 ms limit.
+    const result = await rollout({
+      store, registry: builtinRegistry(), runId: "run-t", concurrency: 2,
+      config: config({ policy: "oracle", n: 3, group: 1, timeout_ms: 20, env_options: { realLatencyScale: 1 } }),
+    });
+    expect(result.episodes).toBe(3);
+    expect(result.errors).toBe(3);
+    const episodes = await store.episodes({ run_id: "run-t" });
+    expect(episodes.every((e) => e.status === "error" && e.error?.code === "episode_timeout")).toBe(true);
+    const all = result.metrics.find((m) => m.difficulty === "all");
+    expect(all?.errors).toBe(3);
+    expect(all?.episodes).toBe(0);
+  });
+
+  it("runs on worker threads with the same results as on the main thread", async () => {
+    const a = memoryStore();
+    const b = memoryStore();
+    await rollout({ store: a, registry: builtinRegistry(), runId: "run-w", config: config(), concurrency: 2 });
+    const r = await rollout({ store: b, registry: builtinRegistry(), runId: "run-w", config: config(), concurrency: 2, workers: 2 });
+    expect(r.episodes).toBe(8);
+    expect(await fingerprintOf(b, "run-w")).toEqual(await fingerprintOf(a, "run-w"));
+  }, 60_000);
+
+  it("refuses bad configs before storing anything", async () => {
+    const store = memoryStore();
+    const attempt = (over: Partial<RolloutConfig>, extra: Partial<RolloutOptions> = {}) =>
+      rollout({ store, registry: builtinRegistry(), runId: "run-bad", config: config(over), ...extra }).then(
+        () => "ok",
+        (e: { code?: string }) => e.code,
+      );
+    expect(await attempt({ env: "nope" })).toBe("unknown_env");
+    expect(await attempt({ policy: "genius" })).toBe("unknown_policy");
+    expect(await attempt({ policy: "noisy-oracle:1.5" })).toBe("invalid_argument");
+    expect(await attempt({ n: 0 })).toBe("invalid_argument");
+    expect(await attempt({ difficulties: ["impossible"] })).toBe("invalid_argument");
+    expect(await attempt({ task_ids: ["billing-dispute/easy/seed-1", "billing-dispute/easy/seed-1"], group: 1, n: 2 })).toBe("invalid_argument");
+    expect(await attempt({}, { concurrency: 0 })).toBe("invalid_argument");
+    expect(await store.listRuns()).toEqual([]);
+    expect(await rollout({ store, registry: builtinRegistry(), resume: "run-missing" }).catch((e) => e.code)).toBe("unknown_run");
+  });
+
+  it("replays a stored run's actions exactly", async () => {
+    const store = memoryStore();
+    await rollout({ store, registry: builtinRegistry(), runId: "run-src", config: config() });
+    await rollout({ store, registry: builtinRegistry(), runId: "run-rep", config: config({ policy: "replay:run-src" }) });
+    const src = await fingerprintOf(store, "run-src");
+    const rep = await fingerprintOf(store, "run-rep");
+    expect(Object.values(rep)).toEqual(Object.values(src));
+  });
+});
