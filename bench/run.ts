@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost and PRNG throughput.
+ * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost, PRNG throughput,
+ * environment latency, rollout throughput, trajectory-store insert rate and export rates.
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
  * written to bench/results.json and bench/RESULTS.md.
  */
@@ -25,6 +26,9 @@ import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
 import { Terminal } from "../src/sandboxes/terminal.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
+import { exportRates, type ExportRate } from "./export.js";
+import { rolloutRates, type RolloutRate } from "./rollout.js";
+import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
 import { builtinRegistry } from "../src/envs/index.js";
 
@@ -203,11 +207,28 @@ async function environmentLatency(): Promise<void> {
   }
 }
 
+// ---- rollouts, store, export ---------------------------------------------------------------------
+async function pipeline(): Promise<{ rollouts: RolloutRate[]; store: StoreInsertRate; exports: ExportRate[] }> {
+  console.log("\nRollout throughput: billing-dispute, oracle, 2 episodes in flight per thread (baseline: --workers 1)");
+  const rollouts = await rolloutRates();
+  for (const r of rollouts) {
+    console.log(`  workers ${r.workers}: ${r.episodes_per_s} episodes/s, ${r.steps_per_s} steps/s (wall clock); steady ${r.steady_episodes_per_s} episodes/s, x${r.speedup}`);
+  }
+  console.log("\nTrajectory store: batched inserts (baseline: raw better-sqlite3 into one table)");
+  const store = await storeInsertRate();
+  console.log(`  ${Math.round(store.steps_per_s)} steps/s (median batch of ${store.episodes_per_batch} episodes x ${store.steps_per_episode} steps), x${store.ratio_to_baseline} the raw insert time; sustained ${Math.round(store.sustained_steps_per_s)} steps/s; streamed back ${Math.round(store.stream_steps_per_s)} steps/s`);
+  console.log("\nExport rates (500 synthetic episodes x 20 steps)");
+  const exports = await exportRates();
+  for (const e of exports) console.log(`  ${e.format.padEnd(9)} ${Math.round(e.rows_per_s)} rows/s, ${e.mb_per_s} MB/s`);
+  return { rollouts, store, exports };
+}
+
 await toolOverhead();
 await sqliteSnapshot();
 await terminalSnapshot();
 await prng();
 await environmentLatency();
+const { rollouts, store, exports } = await pipeline();
 
 /** Markdown table cells cannot hold a bare "|". */
 function cellText(text: string): string {
@@ -215,7 +236,7 @@ function cellText(text: string): string {
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, store, exports }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -239,6 +260,24 @@ const md = [
     const cell = (s: { p50_us: number; p99_us: number }, b: { p50_us: number }) => `${s.p50_us} / ${s.p99_us} µs (x${Math.round((s.p50_us / b.p50_us) * 100) / 100})`;
     return `| ${l.env} | ${l.difficulty} | ${cell(l.reset, base.reset)} | ${cell(l.read_step, base.read_step)} | ${cell(l.read_step_repeated, base.read_step_repeated)} | ${cell(l.final_step, base.final_step)} | ${cell(l.snapshot_restore, base.snapshot_restore)} |`;
   }),
+  "",
+  "## Rollout throughput (billing-dispute, oracle; ratio of steady-state rate to --workers 1)",
+  "",
+  "| workers | episodes | episodes/s (wall clock) | steps/s (wall clock) | steady-state episodes/s | ratio |",
+  "|---|---|---|---|---|---|",
+  ...rollouts.map((r) => `| ${r.workers} | ${r.episodes} | ${r.episodes_per_s} | ${r.steps_per_s} | ${r.steady_episodes_per_s} | ${r.speedup} |`),
+  "",
+  "## Trajectory store (batched writeEpisodes; ratio to raw better-sqlite3 inserts of the same rows)",
+  "",
+  "| steps/s (median batch) | sustained steps/s | ratio to raw insert time | stream read steps/s | step size |",
+  "|---|---|---|---|---|",
+  `| ${Math.round(store.steps_per_s)} | ${Math.round(store.sustained_steps_per_s)} | ${store.ratio_to_baseline} | ${Math.round(store.stream_steps_per_s)} | ${store.step_bytes} B |`,
+  "",
+  "## Export rates (500 synthetic episodes x 20 steps)",
+  "",
+  "| format | rows/s | MB/s |",
+  "|---|---|---|",
+  ...exports.map((e) => `| ${e.format} | ${Math.round(e.rows_per_s)} | ${e.mb_per_s} |`),
   "",
 ].join("\n");
 writeFileSync(new URL("./RESULTS.md", import.meta.url), md);
