@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { parquetReadObjects } from "hyparquet";
 import { afterAll, describe, expect, it } from "vitest";
+import { say, startOpenAIServer, toolCall } from "../fixtures/openai-server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const bin = `${root}dist/cli/bin.js`;
@@ -20,6 +21,18 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function llmix(args: string[]) {
   const run = spawnSync(process.execPath, [bin, ...args], { cwd: root, encoding: "utf8", timeout: 240_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** Like llmix(), but asynchronous: the test process keeps serving HTTP (the model server) meanwhile. */
+function llmixAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d));
+    child.stderr.on("data", (d: Buffer) => (stderr += d));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 function countEpisodes(path: string, runId: string): number {
@@ -128,6 +141,34 @@ describe("llmix rollout", () => {
     db.close();
     expect(counts).toEqual({ n: 64, d: 64 });
   }, 240_000);
+
+  it("drives an OpenAI-compatible server with --policy openai and stores its token ids and logprobs", async () => {
+    // The model looks the customer up, then says something, forever; the episodes end by the step budget.
+    const server = await startOpenAIServer((request) => {
+      const turns = (request.body.messages ?? []).filter((m) => m.role === "assistant").length;
+      return turns === 0 ? toolCall("lookup_customer", { query: "Jonas" }) : turns === 1 ? toolCall("lookup_customer", "{not json") : say("Let me check that for you.");
+    });
+    try {
+      const { code, stdout, stderr } = await llmixAsync([
+        "rollout", "--env", "billing-dispute", "--policy", "openai", "--base-url", server.url, "--model", "test-model",
+        "-n", "2", "--group", "2", "--max-steps", "5", "--store", store, "--run-id", "run-openai", "--json",
+      ]);
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout)).toMatchObject({ episodes: 2, errors: 0 });
+      const [first] = JSON.parse(llmix(["episodes", "--run", "run-openai", "--store", store, "--json"]).stdout);
+      expect(first.reward_components.invalid_call).toBeLessThan(0); // the malformed arguments
+      const shown = JSON.parse(llmix(["show", "--episode", first.episode_id, "--store", store, "--json"]).stdout);
+      expect(shown.steps).toHaveLength(5);
+      expect(shown.steps[0].action).toMatchObject({ type: "tool_call", tool: "lookup_customer", args: { query: "Jonas" } });
+      expect(shown.steps[0].policy.model).toBe("test-model");
+      expect(shown.steps[0].policy.completion_token_ids.length).toBeGreaterThan(0);
+      expect(shown.steps[0].policy.logprobs.length).toBe(shown.steps[0].policy.completion_token_ids.length);
+      expect(server.requests).toHaveLength(10);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 
   it("answers unknown env, policy, format, run and episode with one line naming the choices and exit code 2", () => {
     const cases: Array<[string[], RegExp]> = [
