@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { ValidationError } from "./errors.js";
 
 /**
@@ -55,20 +54,16 @@ export class Rng {
 
   /** A generator seeded from a 64-bit integer through SplitMix64. */
   static fromSeed(seed: bigint | number, key = `seed:${seed}`): Rng {
-    const sm = new SplitMix64(BigInt(seed));
-    const a = sm.next();
-    const b = sm.next();
-    return new Rng(
-      [Number(a & 0xffffffffn), Number(a >> 32n), Number(b & 0xffffffffn), Number(b >> 32n)],
-      key,
-    );
+    const x = BigInt.asUintN(64, BigInt(seed));
+    return new Rng(splitMixWords(Number(x >> 32n), Number(x & 0xffffffffn)), key);
   }
 
   /** A generator whose stream depends only on the key parts, e.g. (env, taskId, seed). */
   static fromKey(...parts: ReadonlyArray<string | number>): Rng {
     const key = parts.map((p) => String(p)).join("\u241f");
-    const digest = createHash("sha256").update(key).digest();
-    return Rng.fromSeed(digest.readBigUInt64LE(0), key);
+    // The seed is the first 8 bytes of SHA-256(key), read little-endian.
+    const h = sha256(key);
+    return new Rng(splitMixWords(bswap32(h[1]!), bswap32(h[0]!)), key);
   }
 
   /** Restore a generator from `state()`. */
@@ -197,4 +192,137 @@ export class Rng {
     const v = this.float();
     return mean + std * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
   }
+}
+
+// ----- key derivation without BigInt or node:crypto ---------------------------------------------------
+// Resets derive several streams; BigInt arithmetic and a native hash object per key cost more than the
+// rest of a stream's setup. These give the same numbers as SplitMix64 and createHash("sha256") (tests
+// compare them on random inputs).
+
+/** The low 64 bits of (ahi:alo) * (bhi:blo), as [hi, lo] uint32 words. */
+function mul64(ahi: number, alo: number, bhi: number, blo: number, out: Uint32Array): void {
+  const a0 = alo & 0xffff;
+  const a1 = alo >>> 16;
+  const b0 = blo & 0xffff;
+  const b1 = blo >>> 16;
+  const mid = a1 * b0 + a0 * b1; // < 2^33, exact
+  const low = a0 * b0 + (mid % 0x10000) * 0x10000; // < 2^33, exact
+  const carry = Math.floor(low / 0x100000000);
+  out[1] = low; // ToUint32: low mod 2^32
+  out[0] = a1 * b1 + Math.floor(mid / 0x10000) + carry + Math.imul(alo, bhi) + Math.imul(ahi, blo);
+}
+
+const MUL = new Uint32Array(2);
+
+/** SplitMix64's mixing function on (hi:lo), as [hi, lo]. */
+function mix64(hi: number, lo: number, out: Uint32Array): void {
+  // z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+  lo = (lo ^ ((lo >>> 30) | (hi << 2))) >>> 0;
+  hi = (hi ^ (hi >>> 30)) >>> 0;
+  mul64(hi, lo, 0xbf58476d, 0x1ce4e5b9, MUL);
+  hi = MUL[0]!;
+  lo = MUL[1]!;
+  // z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+  lo = (lo ^ ((lo >>> 27) | (hi << 5))) >>> 0;
+  hi = (hi ^ (hi >>> 27)) >>> 0;
+  mul64(hi, lo, 0x94d049bb, 0x133111eb, MUL);
+  hi = MUL[0]!;
+  lo = MUL[1]!;
+  // z ^ (z >> 31)
+  out[1] = lo ^ ((lo >>> 31) | (hi << 1));
+  out[0] = hi ^ (hi >>> 31);
+}
+
+const MIX = new Uint32Array(2);
+
+/** The xoshiro state `fromSeed` builds from a 64-bit seed (hi:lo): two SplitMix64 outputs, low word first. */
+function splitMixWords(hi: number, lo: number): [number, number, number, number] {
+  // x += GOLDEN_GAMMA, twice
+  let l = lo + 0x7f4a7c15;
+  let h = (hi + 0x9e3779b9 + (l > 0xffffffff ? 1 : 0)) >>> 0;
+  l >>>= 0;
+  mix64(h, l, MIX);
+  const a1 = MIX[0]!;
+  const a0 = MIX[1]!;
+  const l2 = l + 0x7f4a7c15;
+  h = (h + 0x9e3779b9 + (l2 > 0xffffffff ? 1 : 0)) >>> 0;
+  l = l2 >>> 0;
+  mix64(h, l, MIX);
+  return [a0, a1, MIX[1]!, MIX[0]!];
+}
+
+function bswap32(x: number): number {
+  return ((x >>> 24) | ((x >>> 8) & 0xff00) | ((x << 8) & 0xff0000) | (x << 24)) >>> 0;
+}
+
+const SHA256_K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+]);
+const SHA256_W = new Int32Array(64);
+const SHA256_H = new Int32Array(8);
+const utf8 = new TextEncoder();
+let shaBlock = new Uint8Array(256);
+
+/** SHA-256 of the UTF-8 bytes of `text` (lone surrogates as U+FFFD, as Node encodes them), as 8 big-endian words. */
+function sha256(text: string): Int32Array {
+  // UTF-8 needs at most 3 bytes per UTF-16 code unit; then 0x80, padding and the 8-byte length.
+  const room = Math.ceil((text.length * 3 + 9) / 64) * 64;
+  if (shaBlock.length < room) shaBlock = new Uint8Array(room);
+  const { written } = utf8.encodeInto(text, shaBlock);
+  const n = written;
+  const total = Math.ceil((n + 9) / 64) * 64;
+  const m = shaBlock;
+  m.fill(0, n, total);
+  m[n] = 0x80;
+  const bits = n * 8;
+  m[total - 4] = bits >>> 24;
+  m[total - 3] = bits >>> 16;
+  m[total - 2] = bits >>> 8;
+  m[total - 1] = bits;
+  m[total - 5] = Math.floor(bits / 0x100000000);
+  const H = SHA256_H;
+  H[0] = 0x6a09e667; H[1] = 0xbb67ae85; H[2] = 0x3c6ef372; H[3] = 0xa54ff53a;
+  H[4] = 0x510e527f; H[5] = 0x9b05688c; H[6] = 0x1f83d9ab; H[7] = 0x5be0cd19;
+  const W = SHA256_W;
+  const K = SHA256_K;
+  for (let off = 0; off < total; off += 64) {
+    for (let t = 0; t < 16; t++) {
+      const o = off + t * 4;
+      W[t] = (m[o]! << 24) | (m[o + 1]! << 16) | (m[o + 2]! << 8) | m[o + 3]!;
+    }
+    for (let t = 16; t < 64; t++) {
+      const w15 = W[t - 15]!;
+      const w2 = W[t - 2]!;
+      const s0 = ((w15 >>> 7) | (w15 << 25)) ^ ((w15 >>> 18) | (w15 << 14)) ^ (w15 >>> 3);
+      const s1 = ((w2 >>> 17) | (w2 << 15)) ^ ((w2 >>> 19) | (w2 << 13)) ^ (w2 >>> 10);
+      W[t] = (W[t - 16]! + s0 + W[t - 7]! + s1) | 0;
+    }
+    let a = H[0]!, b = H[1]!, c = H[2]!, d = H[3]!, e = H[4]!, f = H[5]!, g = H[6]!, h = H[7]!;
+    for (let t = 0; t < 64; t++) {
+      const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+      const ch = (e & f) ^ (~e & g);
+      const t1 = (h + S1 + ch + K[t]! + W[t]!) | 0;
+      const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+      const maj = (a & b) ^ (a & c) ^ (b & c);
+      const t2 = (S0 + maj) | 0;
+      h = g;
+      g = f;
+      f = e;
+      e = (d + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
+    }
+    H[0] = (H[0]! + a) | 0; H[1] = (H[1]! + b) | 0; H[2] = (H[2]! + c) | 0; H[3] = (H[3]! + d) | 0;
+    H[4] = (H[4]! + e) | 0; H[5] = (H[5]! + f) | 0; H[6] = (H[6]! + g) | 0; H[7] = (H[7]! + h) | 0;
+  }
+  return H.slice();
 }

@@ -3,7 +3,7 @@ import { VirtualClock } from "../core/clock.js";
 import { LlmixError } from "../core/errors.js";
 import { canonicalJson, type JsonValue } from "../core/json.js";
 import { Rng } from "../core/rng.js";
-import { SqlDatabase, diffDatabases, dumpDatabase, isoFromEpochMs, statementHead } from "./database.js";
+import { SqlDatabase, diffDatabases, dumpDatabase, formatUtc, isoFromEpochMs, statementHead } from "./database.js";
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -396,9 +396,44 @@ describe("determinism of SQL functions", () => {
     expect(isoFromEpochMs(Date.UTC(1969, 11, 31, 23, 59, 59, 999))).toBe("1969-12-31 23:59:59.999");
     expect(isoFromEpochMs(Date.UTC(2100, 2, 1))).toBe("2100-03-01 00:00:00.000");
   });
+
+  it("formats like Date.toISOString across the years 0-9999 and returns null outside them", () => {
+    const first = new Date(0).setUTCFullYear(0, 0, 1); // Date.UTC would read year 0 as 1900
+    const last = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+    const times = [0, -1, 1, first, last, 951_782_400_000, 4_107_542_399_999];
+    for (let k = 0; k < 50_000; k++) times.push(first + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * (last - first)));
+    for (const ms of times) {
+      const iso = new Date(ms).toISOString();
+      expect(formatUtc(ms, "sqlite")).toBe(iso.slice(0, 23).replace("T", " "));
+      expect(formatUtc(ms, "iso-seconds")).toBe(`${iso.slice(0, 19)}Z`);
+      expect(formatUtc(ms, "date")).toBe(iso.slice(0, 10));
+    }
+    expect(formatUtc(1.9, "sqlite")).toBe("1970-01-01 00:00:00.001");
+    expect(formatUtc(first - 1, "date")).toBeNull();
+    expect(formatUtc(last + 1, "date")).toBeNull();
+    expect(formatUtc(Number.NaN, "date")).toBeNull();
+    expect(() => isoFromEpochMs(last + 1)).toThrow(/out of range/);
+    expect(() => isoFromEpochMs(Number.POSITIVE_INFINITY)).toThrow(/virtual clock returned/);
+  });
 });
 
 describe("dump and diff", () => {
+  it("sees schema changes made after a table was read (its statements are cached per handle)", () => {
+    const db = new SqlDatabase();
+    db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT)");
+    expect(db.readTable("t").columns).toEqual(["id", "a"]);
+    db.exec("ALTER TABLE t ADD COLUMN b INTEGER DEFAULT 7");
+    expect(db.readTable("t").columns).toEqual(["id", "a", "b"]); // no rows: the columns come from the statement
+    expect(db.columns("t")).toEqual(["id", "a", "b"]);
+    db.exec("INSERT INTO t (a) VALUES ('x')");
+    expect(dumpDatabase(db)).toEqual({ t: [{ id: 1, a: "x", b: 7 }] });
+    db.exec("DROP TABLE t; CREATE TABLE t (k TEXT PRIMARY KEY, z REAL); INSERT INTO t VALUES ('q', 1.5)");
+    expect(db.primaryKey("t")).toEqual(["k"]);
+    expect(dumpDatabase(db)).toEqual({ t: [{ k: "q", z: 1.5 }] });
+    db.exec("DROP TABLE t");
+    expect(() => db.readTable("t")).toThrow(/no such table/);
+  });
+
   it("dumps every table sorted by key, JSON-safe", () => {
     const db = new SqlDatabase();
     db.exec(`

@@ -307,16 +307,33 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
 
 type Flat = Record<string, string | number | boolean | null>;
 
-/** A list of flat records (what the read tools return). */
+/** A list of flat records (what the read tools return). Loops, not callbacks: it runs on every tool result. */
 function isRows(value: unknown): value is Flat[] {
-  return Array.isArray(value) && value.every((r) => r !== null && typeof r === "object" && !Array.isArray(r) && Object.values(r).every((v) => v === null || typeof v !== "object"));
+  if (!Array.isArray(value)) return false;
+  for (const r of value) {
+    if (r === null || typeof r !== "object" || Array.isArray(r)) return false;
+    // Tool outputs are plain JSON objects: their enumerable keys are their own (as Object.values sees them).
+    for (const k in r) {
+      const v = (r as Record<string, unknown>)[k];
+      if (v !== null && typeof v === "object") return false;
+    }
+  }
+  return true;
 }
 
 /** A list of flat records as a table: a header line and one " | "-separated line per record. */
 function renderRows(rows: Flat[]): string {
   if (rows.length === 0) return "(none)";
   const columns = Object.keys(rows[0] as Flat);
-  return [columns.join(" | "), ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? "-" : String(r[c]))).join(" | "))].join("\n");
+  let out = columns.join(" | ");
+  for (const r of rows) {
+    out += "\n";
+    for (let i = 0; i < columns.length; i++) {
+      const v = r[columns[i]!];
+      out += (i === 0 ? "" : " | ") + (v === null || v === undefined ? "-" : String(v));
+    }
+  }
+  return out;
 }
 
 /**

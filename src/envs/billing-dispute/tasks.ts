@@ -9,6 +9,7 @@ import { Rng } from "../../core/rng.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
 import { parseTaskId, type TaskId } from "../../tasks/task-id.js";
 import { formatUsd, remedyFor, RULES, type RemedyKind, type Tier } from "./policy.js";
+import { isoDate as dateOf } from "./world.js";
 
 export const ENV_ID = "billing-dispute";
 export const DAY_MS = 86_400_000;
@@ -153,7 +154,29 @@ export function billingTasks(options: ScenarioOptions = {}): TaskGenerator<Task>
   if (options.family && options.variant && !variantsFor(options.family).includes(options.variant)) {
     throw new ValidationError("invalid_config", `variant "${options.variant}" does not apply to family "${options.family}"; valid: ${variantsFor(options.family).join(", ")}`);
   }
-  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => buildTask(id, rng, options) };
+  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => freezeAll(buildTask(id, rng, options)) };
+}
+
+/**
+ * Freeze a task and everything in it. Environments deep-freeze every generated task (episodes share
+ * them) and skip what is already frozen; this walk allocates nothing per object (no Object.values),
+ * which makes it cheaper on the few hundred records of a task.
+ */
+function freezeAll<T extends object>(value: T): T {
+  Object.freeze(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (item !== null && typeof item === "object" && !Object.isFrozen(item)) freezeAll(item);
+    }
+  } else {
+    // Tasks are plain JSON objects: for-in visits exactly their own keys.
+    for (const key in value) {
+      const item: unknown = value[key];
+      if (item !== null && typeof item === "object" && !Object.isFrozen(item)) freezeAll(item);
+    }
+  }
+  return value;
 }
 
 function cents(rng: Rng, [lo, hi]: [number, number]): number {
@@ -228,7 +251,6 @@ function buildTask(id: TaskId, rng: Rng, options: ScenarioOptions): Task {
   const credits: CreditRow[] = [];
   const disputes: DisputeRow[] = [];
   const notes: NoteRow[] = [];
-  const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
   /** Bill a subscription: one invoice and one charge per period, newest `latestAgeDays` ago. */
   const bill = (c: CustomerRow, plan: PlanRow, periods: number, latestAgeDays: number, sub: SubscriptionRow) => {
