@@ -89,7 +89,11 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   if (source.replayRun) await attachReplayActions(store, source.replayRun, todo);
 
   const groups = new Map<string, EpisodeJob[]>();
-  for (const job of jobs) (groups.get(job.group_id) ?? groups.set(job.group_id, []).get(job.group_id)!).push(job);
+  for (const job of jobs) {
+    const members = groups.get(job.group_id);
+    if (members) members.push(job);
+    else groups.set(job.group_id, [job]);
+  }
   const writer = new EpisodeWriter(store, groups, stored);
 
   const started = process.hrtime.bigint();
@@ -113,7 +117,7 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
   const runner: JobRunner = workers <= 1 ? runJobsInProcess : runJobsOnWorkers;
   try {
-    await runner(todo, { config, concurrency, workers, registry, policyOptions: options.policyOptions, onResult });
+    if (todo.length > 0) await runner(todo, { config, concurrency, workers, registry, policyOptions: options.policyOptions, onResult });
   } finally {
     // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
     await writer.flush();
