@@ -5,6 +5,9 @@
  * they do for users. Reports wall-clock rates (thread start-up included) and steady-state rates (the
  * episodes after the first 15%, when every thread is warm), as medians over repeats.
  */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
 export interface RolloutRate {
   workers: number;
   episodes: number;
@@ -58,20 +61,39 @@ async function once(dist: DistRunner, workers: number, episodes: number, seed: n
   };
 }
 
+/**
+ * The machine's own ceiling for two CPU-bound episode streams: two separate processes, each running the
+ * workers=1 rollout, at the same time. Their summed steady rate over one process's is the most any
+ * worker pool can reach here (memory-bound work slows down when both cores run).
+ */
+async function twoProcesses(episodes: number, seed: number): Promise<number> {
+  const child = () =>
+    new Promise<number>((resolve, reject) => {
+      const proc = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--child", String(episodes), String(seed)], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      proc.stdout.on("data", (d: Buffer) => (out += d));
+      proc.on("exit", (code) => (code === 0 ? resolve(Number(out.trim())) : reject(new Error(`bench child exited with ${code}`))));
+    });
+  const rates = await Promise.all([child(), child()]);
+  return rates.reduce((a, b) => a + b, 0);
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** Oracle rollouts of billing-dispute at workers 1 and 2 (interleaved repeats, so noise hits both). */
-export async function rolloutRates(options: { episodes?: number; repeats?: number } = {}): Promise<RolloutRate[]> {
-  const episodes = options.episodes ?? 400;
+export async function rolloutRates(options: { episodes?: number; repeats?: number } = {}): Promise<{ rates: RolloutRate[]; two_processes_ratio: number }> {
+  const episodes = options.episodes ?? 800;
   const repeats = options.repeats ?? 3;
   const dist = await loadDist();
   await once(dist, 1, 40, 99); // warm-up: JIT and the tokenizer's tables
   const runs: Record<number, Array<Awaited<ReturnType<typeof once>>>> = { 1: [], 2: [] };
+  const pairs: number[] = [];
   for (let r = 0; r < repeats; r++) {
     for (const workers of [1, 2]) runs[workers]?.push(await once(dist, workers, episodes, r));
+    pairs.push(await twoProcesses(episodes, r));
   }
   const base = median((runs[1] ?? []).map((x) => x.steady_episodes_per_s));
-  return [1, 2].map((workers) => {
+  const rates = [1, 2].map((workers) => {
     const list = runs[workers] ?? [];
     const steady = median(list.map((x) => x.steady_episodes_per_s));
     return {
@@ -83,10 +105,18 @@ export async function rolloutRates(options: { episodes?: number; repeats?: numbe
       speedup: Math.round((steady / base) * 100) / 100,
     };
   });
+  return { rates, two_processes_ratio: Math.round((median(pairs) / base) * 100) / 100 };
 }
 
 function round(x: number): number {
   return Math.round(x * 10) / 10;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await rolloutRates());
+if (process.argv[2] === "--child") {
+  // One process of the two-process ceiling: print its steady episodes/s.
+  const dist = await loadDist();
+  await once(dist, 1, 40, 99);
+  console.log((await once(dist, 1, Number(process.argv[3]), Number(process.argv[4]))).steady_episodes_per_s);
+} else if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(await rolloutRates());
+}

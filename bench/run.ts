@@ -208,19 +208,20 @@ async function environmentLatency(): Promise<void> {
 }
 
 // ---- rollouts, store, export ---------------------------------------------------------------------
-async function pipeline(): Promise<{ rollouts: RolloutRate[]; store: StoreInsertRate; exports: ExportRate[] }> {
+async function pipeline(): Promise<{ rollouts: RolloutRate[]; twoProcesses: number; store: StoreInsertRate; exports: ExportRate[] }> {
   console.log("\nRollout throughput: billing-dispute, oracle, 2 episodes in flight per thread (baseline: --workers 1)");
-  const rollouts = await rolloutRates();
+  const { rates: rollouts, two_processes_ratio: twoProcesses } = await rolloutRates();
   for (const r of rollouts) {
     console.log(`  workers ${r.workers}: ${r.episodes_per_s} episodes/s, ${r.steps_per_s} steps/s (wall clock); steady ${r.steady_episodes_per_s} episodes/s, x${r.speedup}`);
   }
+  console.log(`  ceiling: two separate workers=1 processes at once reach x${twoProcesses} of one (the most parallelism this machine gives this workload)`);
   console.log("\nTrajectory store: batched inserts (baseline: raw better-sqlite3 into one table)");
   const store = await storeInsertRate();
   console.log(`  ${Math.round(store.steps_per_s)} steps/s (median batch of ${store.episodes_per_batch} episodes x ${store.steps_per_episode} steps), x${store.ratio_to_baseline} the raw insert time; sustained ${Math.round(store.sustained_steps_per_s)} steps/s; streamed back ${Math.round(store.stream_steps_per_s)} steps/s`);
   console.log("\nExport rates (500 synthetic episodes x 20 steps)");
   const exports = await exportRates();
   for (const e of exports) console.log(`  ${e.format.padEnd(9)} ${Math.round(e.rows_per_s)} rows/s, ${e.mb_per_s} MB/s`);
-  return { rollouts, store, exports };
+  return { rollouts, twoProcesses, store, exports };
 }
 
 await toolOverhead();
@@ -228,7 +229,7 @@ await sqliteSnapshot();
 await terminalSnapshot();
 await prng();
 await environmentLatency();
-const { rollouts, store, exports } = await pipeline();
+const { rollouts, twoProcesses, store, exports } = await pipeline();
 
 /** Markdown table cells cannot hold a bare "|". */
 function cellText(text: string): string {
@@ -236,7 +237,7 @@ function cellText(text: string): string {
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, store, exports }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -266,6 +267,8 @@ const md = [
   "| workers | episodes | episodes/s (wall clock) | steps/s (wall clock) | steady-state episodes/s | ratio |",
   "|---|---|---|---|---|---|",
   ...rollouts.map((r) => `| ${r.workers} | ${r.episodes} | ${r.episodes_per_s} | ${r.steps_per_s} | ${r.steady_episodes_per_s} | ${r.speedup} |`),
+  "",
+  `Ceiling on this machine: two separate \`--workers 1\` processes at once reach x${twoProcesses} of one process's steady rate.`,
   "",
   "## Trajectory store (batched writeEpisodes; ratio to raw better-sqlite3 inserts of the same rows)",
   "",
