@@ -22,6 +22,15 @@ export const ERROR_CODES = {
   episode_timeout: "An episode exceeded its time limit and was abandoned.",
   policy_failed: "The policy could not produce an action (e.g. its model server failed after retries).",
   store_error: "The trajectory store could not read or write.",
+  unknown_session: "No live session with this id (never created, closed, or reaped after its idle TTL).",
+  session_busy: "The session is already processing a request; its operations are never interleaved.",
+  capacity_reached: "The service holds as many live sessions as it may; retry later.",
+  step_timeout: "A step exceeded the service's per-step time limit; the session was closed.",
+  invalid_json: "The request body is not valid JSON.",
+  payload_too_large: "The request body exceeds the service's limit.",
+  unauthorized: "The request has no valid bearer token.",
+  forbidden: "The token lacks the scope this operation needs.",
+  unknown_route: "No such route (or method) in the service's API.",
   tool_crashed: "A tool handler threw an unexpected exception.",
   tool_failed: "A tool reported a domain error.",
   path_escape: "A path leaves the sandbox root.",
@@ -121,6 +130,26 @@ export class SandboxError extends LlmixError {
       | "size_limit"
       | "forbidden_statement"
       | "sql_error",
+    message: string,
+    details: Record<string, unknown> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+/** Service-level failures: sessions, capacity, request bodies, auth, routes. */
+export class ServiceError extends LlmixError {
+  constructor(
+    code:
+      | "unknown_session"
+      | "session_busy"
+      | "capacity_reached"
+      | "step_timeout"
+      | "invalid_json"
+      | "payload_too_large"
+      | "unauthorized"
+      | "forbidden"
+      | "unknown_route",
     message: string,
     details: Record<string, unknown> = {},
   ) {

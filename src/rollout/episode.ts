@@ -130,7 +130,7 @@ export function episodeRecord(job: EpisodeJob, steps: readonly TrajectoryStepRec
     policy: job.policy,
     policy_checkpoint: job.policy_checkpoint,
     status: failed ? "error" : "ok",
-    error: error ? { code: error.code, message: error.message } : failed ? { code: "internal", message: "the episode stopped before it ended" } : null,
+    error: error ? { code: error.code, message: error.message } : failed ? { code: "internal", message: "the episode stopped before it ended (closed early, interrupted or cut off)" } : null,
     steps: steps.length,
     tokens,
     total_reward: total,
