@@ -7,23 +7,11 @@
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import Database from "better-sqlite3";
-import { z } from "zod";
-import {
-  approximateTokenizer,
-  BaseEnvironment,
-  defineTool,
-  Rng,
-  runToolCall,
-  toStepRecord,
-  VirtualClock,
-  type JsonValue,
-  type TaskGenerator,
-  type ToolContext,
-  type VerifierResult,
-} from "../src/index.js";
+import { approximateTokenizer, Rng, runToolCall, toStepRecord, VirtualClock, type ToolContext } from "../src/index.js";
 import { diffDatabases, SqlDatabase } from "../src/sandboxes/database.js";
 import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
 import { Terminal } from "../src/sandboxes/terminal.js";
+import { EchoEnv, echo } from "./echo-env.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
@@ -48,25 +36,6 @@ async function group(title: string, baseline: Measurement, cases: Measurement[])
 }
 
 // ---- tool call overhead -------------------------------------------------------------------------
-const echo = defineTool({
-  name: "echo",
-  description: "Return the arguments.",
-  input: z.object({ text: z.string(), n: z.number().int() }),
-  effect: "read",
-  handler: (args) => ({ echoed: args.text, n: args.n }),
-});
-
-class EchoEnv extends BaseEnvironment<{ n: number }, { calls: number }> {
-  readonly info = { id: "bench-echo", version: "1.0.0", description: "benchmark", maxSteps: 1e9 };
-  readonly tasks: TaskGenerator<{ n: number }> = { families: ["bench-echo"], difficulties: ["easy"], generate: (id) => ({ n: id.index }) };
-  protected createWorld() { return { calls: 0 }; }
-  protected describeTask() { return "echo"; }
-  protected toolset() { return [echo]; }
-  protected evaluate(): VerifierResult { return { score: 0, passed: false, details: {} }; }
-  protected snapshotWorld(w: { calls: number }): JsonValue { return w; }
-  protected restoreWorld(s: JsonValue) { return s as { calls: number }; }
-}
-
 async function toolOverhead(): Promise<void> {
   const args = { text: "hello world", n: 42 };
   const ctx: ToolContext = { world: {}, task: {}, rng: Rng.fromSeed(1), clock: new VirtualClock(), step: 1, grants: new Set(), end: () => {}, reward: () => {} };

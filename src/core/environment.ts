@@ -32,6 +32,7 @@ import { cloneJson, toJsonValue, type JsonValue } from "./json.js";
 import { Rng, type RngState } from "./rng.js";
 import { VirtualClock, type ClockState } from "./clock.js";
 import { getDefaultTokenizer, type Tokenizer } from "./tokenizer.js";
+import { parseAction } from "./action.js";
 import { formatIssues } from "./validation.js";
 import type { Policy } from "./policy.js";
 import { runPolicy } from "./run-policy.js";
@@ -160,15 +161,6 @@ export interface MessageOutcome {
 /** The `source` an observation reports: what produced its text. */
 export type ObservationSource = "task" | "tool" | "user" | "error";
 
-const ActionSchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("tool_call"),
-    tool: z.string().min(1).max(128),
-    args: z.record(z.string(), z.unknown()),
-    call_id: z.string().max(256).optional(),
-  }),
-  z.object({ type: z.literal("message"), content: z.string().max(200_000) }),
-]);
 
 const SnapshotSchema = z.object({
   format: z.literal("llmix.snapshot/1"),
@@ -372,9 +364,9 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     let rendered: string;
     let source: ObservationSource;
 
-    const parsed = ActionSchema.safeParse(action);
-    const problem = !parsed.success ? formatIssues(parsed.error, "action") : jsonProblem(action, "action");
-    if (!parsed.success || problem) {
+    const parsed = parseAction(action);
+    const problem = parsed.problem;
+    if (!parsed.success) {
       components.invalid_call = weights.invalidCall;
       rendered = `Invalid action: ${problem}. An action is {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}.`;
       info.error = { code: "invalid_action", message: rendered };
@@ -646,31 +638,6 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
 }
 
 /** Why a value is not plain JSON (a BigInt, a function, a cycle, a non-finite number), or null if it is. */
-function jsonProblem(value: unknown, path: string, seen = new Set<object>()): string | null {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return null;
-    case "number":
-      return Number.isFinite(value) ? null : `${path}: ${value} is not a JSON number`;
-    case "object": {
-      if (value === null) return null;
-      if (seen.has(value)) return `${path}: circular reference`;
-      seen.add(value);
-      const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
-      for (const [key, child] of entries) {
-        const problem = jsonProblem(child, `${path}${key}`, seen);
-        if (problem) return problem;
-      }
-      seen.delete(value);
-      return null;
-    }
-    case "undefined":
-      return null; // dropped by JSON, as a missing key
-    default:
-      return `${path}: a ${typeof value} is not JSON`;
-  }
-}
 
 /** Run a restore step, reporting any validation failure as invalid_snapshot. */
 function asSnapshotError<T>(fn: () => T): T {
