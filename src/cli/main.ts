@@ -13,7 +13,9 @@ import { formatCheckReport } from "../qa/report.js";
 import { renderTable } from "../qa/table.js";
 import { play } from "./play.js";
 import { integer, loadRegistry, moduleOption, print, progressBar, registryWith } from "./options.js";
+import { registerMcpCommand } from "./mcp-command.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
+import { registerServeCommand } from "./serve-command.js";
 
 /** Exit codes: 0 ok, 1 a check or command failed, 2 usage error. */
 const USAGE_CODES = new Set([
@@ -160,6 +162,8 @@ export function buildProgram(): Command {
     });
 
   registerRolloutCommands(program);
+  registerMcpCommand(program);
+  registerServeCommand(program);
   return program;
 }
 

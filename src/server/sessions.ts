@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Action, Observation, ToolResult, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
-import { ServiceError, ValidationError } from "../core/errors.js";
+import { ServiceError, toLlmixError, ValidationError } from "../core/errors.js";
 import type { EnvironmentSnapshot } from "../core/environment.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
@@ -81,10 +81,15 @@ interface Session {
   record: boolean;
   /** The observation the next action will act on (what the step record's `observation` holds). */
   observation: Observation;
-  /** Step records, kept only when recording. */
+  /**
+   * Step records up to the end of the episode: whole when recording, otherwise trimmed to what the
+   * episode summary needs (so `close` can summarise any session without holding every observation).
+   */
   steps: TrajectoryStepRecord[];
   stepCount: number;
   ended: boolean;
+  /** The episode as written to the store; a recorded session is stored once. */
+  stored: EpisodeRecord | null;
   busy: boolean;
   createdAt: Date;
   lastUsed: number;
@@ -114,6 +119,7 @@ export class SessionManager {
   private reaper: NodeJS.Timeout | null = null;
   private inFlight = new Set<Promise<unknown>>();
   private closing = false;
+  private stopped: Promise<void> | undefined;
   private readonly stats = { created_total: 0, steps_total: 0, reaped_total: 0, latencies: [] as number[] };
 
   constructor(private readonly options: SessionManagerOptions) {
@@ -152,12 +158,29 @@ export class SessionManager {
     // Reserve the slot at once, so concurrent creates cannot overshoot the capacity.
     const placeholder = { id, busy: true } as Session;
     this.sessions.set(id, placeholder);
+    // Tracked like a step, so shutdown waits for it instead of leaving its environment open.
+    const work = this.createSession(request, id, entry, env, record);
+    this.inFlight.add(work);
+    try {
+      return await work;
+    } finally {
+      this.inFlight.delete(work);
+    }
+  }
+
+  private async createSession(
+    request: CreateSessionRequest,
+    id: string,
+    entry: { id: string; version: string },
+    env: AnyEnvironment,
+    record: boolean,
+  ): Promise<CreatedSession> {
     try {
       let observation: Observation;
       let taskId: string;
       let seed: number;
       let stepCount = 0;
-      if (fork) {
+      if ("snapshot" in request) {
         await this.withTimeout(env.restore(request.snapshot), "restore");
         taskId = request.snapshot.task_id;
         seed = request.snapshot.seed;
@@ -171,7 +194,8 @@ export class SessionManager {
       }
       const session: Session = {
         id, env, envId: entry.id, taskId, seed, policyCheckpoint: request.policy_checkpoint ?? null, record, observation,
-        steps: [], stepCount, ended: fork && request.snapshot.status !== "running", busy: false, createdAt: new Date(this.now()), lastUsed: this.now(),
+        steps: [], stepCount, ended: "snapshot" in request && request.snapshot.status !== "running", stored: null, busy: false,
+        createdAt: new Date(this.now()), lastUsed: this.now(),
       };
       this.sessions.set(id, session);
       this.stats.created_total++;
@@ -192,18 +216,22 @@ export class SessionManager {
       s.stepCount++;
       this.stats.latencies.push((performance.now() - started) / 1000);
       if (this.stats.latencies.length > 100_000) this.stats.latencies.splice(0, 50_000);
-      if (s.record) {
-        s.steps.push(
-          toStepRecord({
-            episodeId: s.id, taskId: s.taskId, envVersion: s.env.info.version, policyCheckpoint: s.policyCheckpoint,
-            step: s.steps.length + 1, observation: s.observation, action, result,
-          }),
-        );
+      // Steps after the end are answered by the environment but are not part of the episode.
+      if (!s.ended) {
+        const record = toStepRecord({
+          episodeId: s.id, taskId: s.taskId, envVersion: s.env.info.version, policyCheckpoint: s.policyCheckpoint,
+          step: s.steps.length + 1, observation: s.observation, action, result,
+        });
+        s.steps.push(s.record && !s.stored ? record : summaryOnly(record));
       }
       s.observation = result.observation;
+      let info = result.info;
       if ((result.terminated || result.truncated) && !s.ended) {
         s.ended = true;
-        await this.saveEpisode(s);
+        // The step happened whatever the store says: its result is answered, with the failure to record it.
+        await this.saveEpisode(s).catch((error: unknown) => {
+          info = { ...info, record_error: toLlmixError(error).toJSON() };
+        });
       }
       return {
         observation: result.observation,
@@ -212,7 +240,7 @@ export class SessionManager {
         terminated: result.terminated,
         truncated: result.truncated,
         tool_result: (result.info.tool_result as ToolResult | undefined) ?? null,
-        info: result.info,
+        info,
       };
     });
   }
@@ -231,6 +259,8 @@ export class SessionManager {
       s.seed = snap.seed;
       s.steps = [];
       s.stepCount = snap.step;
+      // The observation before the restore is not the one the next action acts on.
+      s.observation = { rendered: "", tokens: 0 };
       s.ended = snap.status !== "running";
     });
   }
@@ -256,11 +286,14 @@ export class SessionManager {
 
   /** End a session: the episode summary (stored first when recording). Unknown id: unknown_session. */
   async close(sessionId: string): Promise<EpisodeRecord> {
+    let failed: unknown;
     const summary = await this.exclusive(sessionId, async (s) => {
-      if (s.record && !s.ended) await this.saveEpisode(s);
-      return this.summary(s);
+      // A store that refuses the episode must not keep the session alive: it is closed, and the error told.
+      if (s.record && !s.ended) await this.saveEpisode(s).catch((error: unknown) => (failed = error));
+      return s.stored ?? this.summary(s);
     });
     await this.drop(sessionId);
+    if (failed !== undefined) throw failed;
     return summary;
   }
 
@@ -293,7 +326,13 @@ export class SessionManager {
    * Stop: refuse new work, wait for in-flight operations, store recorded episodes that are still open,
    * close every environment. Idempotent.
    */
-  async shutdown(): Promise<void> {
+  shutdown(): Promise<void> {
+    // One shutdown however many callers (a signal handler and the app's close hook): two concurrent
+    // passes would both try to store the same open episodes.
+    return (this.stopped ??= this.stopAll());
+  }
+
+  private async stopAll(): Promise<void> {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
     this.reaper = null;
@@ -356,7 +395,8 @@ export class SessionManager {
   }
 
   private summary(s: Session): EpisodeRecord {
-    return episodeRecord(this.jobOf(s, ""), s.steps, null, s.createdAt, new Date(this.now()));
+    // A session closed before its first step still has a version; the record would take it from a step.
+    return { ...episodeRecord(this.jobOf(s, ""), s.steps, null, s.createdAt, new Date(this.now())), env_version: s.env.info.version };
   }
 
   private jobOf(s: Session, runId: string): EpisodeJob {
@@ -369,11 +409,13 @@ export class SessionManager {
   /** Write a recorded session's episode (once) under this server's run for its environment. */
   private async saveEpisode(s: Session): Promise<void> {
     const store = this.options.store;
-    if (!s.record || !store || s.steps.length === 0) return;
+    if (!s.record || s.stored || !store || s.steps.length === 0) return;
     const runId = await this.runFor(s);
     const episode = episodeRecord(this.jobOf(s, runId), s.steps, null, s.createdAt, new Date(this.now()));
     await store.writeEpisodes([{ episode, steps: s.steps }]);
-    s.record = false; // stored: a later close must not write it again
+    // Stored once: a later close, restore or reap must not write the same episode id again.
+    s.stored = episode;
+    s.steps = s.steps.map(summaryOnly);
   }
 
   /** The run that holds this server's recorded sessions of one environment (created on first use). */
@@ -400,6 +442,18 @@ export class SessionManager {
     this.sessions.delete(sessionId);
     if (s?.env) await s.env.close().catch(() => undefined);
   }
+}
+
+/** A step record cut down to what an episode summary reads (tokens, rewards, tool status and cost, the end). */
+function summaryOnly(record: TrajectoryStepRecord): TrajectoryStepRecord {
+  const ended = record.terminated || record.truncated;
+  const tool = record.tool_result;
+  return {
+    ...record,
+    observation: { rendered: "", tokens: record.observation.tokens },
+    tool_result: tool ? { status: tool.status, latency_ms: tool.latency_ms, cost: tool.cost, output: null } : null,
+    info: ended ? record.info : {},
+  };
 }
 
 function snapshotEnv(snapshot: unknown): string {

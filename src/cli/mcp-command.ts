@@ -1,0 +1,41 @@
+/**
+ * `llmix mcp`: one episode served over MCP on stdio, for MCP clients that spawn their servers
+ * (agent SDKs, desktop assistants). stdout carries MCP messages only; everything else goes to stderr.
+ */
+import type { Command } from "commander";
+import { openStore } from "../store/sqlite-store.js";
+import { serveMcpStdio } from "../server/mcp.js";
+import { integer, moduleOption, registryWith } from "./options.js";
+
+interface McpFlags {
+  env: string;
+  task: string;
+  seed: number;
+  store: string;
+  record?: boolean;
+  module?: string[];
+}
+
+/** Add `llmix mcp --env X --task ID --seed N [--module PATH]... [--store PATH --record]`. */
+export function registerMcpCommand(program: Command): void {
+  program
+    .command("mcp")
+    .description("serve one episode's tools over MCP on stdio until stdin closes")
+    .requiredOption("--env <id>", "environment id")
+    .requiredOption("--task <id>", "task id, e.g. family/easy/seed-1")
+    .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))
+    .option("--store <path>", "trajectory store (SQLite file) for --record", "./llmix-data/llmix.db")
+    .option("--record", "write the episode to the trajectory store")
+    .addOption(moduleOption())
+    .action(async (flags: McpFlags) => {
+      const registry = await registryWith(flags.module);
+      // Fail on an unknown env before a --record store file is created for nothing.
+      registry.get(flags.env);
+      const store = flags.record ? openStore(flags.store) : undefined;
+      try {
+        await serveMcpStdio({ registry, env: flags.env, task_id: flags.task, seed: flags.seed, record: flags.record === true, store });
+      } finally {
+        await store?.close();
+      }
+    });
+}

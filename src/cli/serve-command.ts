@@ -1,0 +1,69 @@
+/**
+ * `llmix serve`: the environment service (HTTP, WebSocket and MCP, src/server) with every built-in environment,
+ * those of `--module` files, and the embedded trajectory store. It prints one line with the API and
+ * OpenAPI URLs, runs until SIGTERM/SIGINT, then stops cleanly (in-flight steps finish, the store is
+ * flushed and closed) and exits 0.
+ */
+import { Option, type Command } from "commander";
+import { ValidationError } from "../core/errors.js";
+import { DEFAULT_BODY_LIMIT } from "../server/app.js";
+import { mountMcp } from "../server/mcp.js";
+import { SERVE_DEFAULTS, startServer, stopOnSignals } from "../server/serve.js";
+import { integer, moduleOption, print, registryWith } from "./options.js";
+
+/** A parser of a duration in seconds (fractions allowed) in [0, max], returned in milliseconds. */
+function seconds(name: string, max: number) {
+  return (value: string): number => {
+    const s = Number(value);
+    if (value.trim() === "" || !Number.isFinite(s) || s < 0 || s > max) {
+      throw new ValidationError("invalid_argument", `${name} must be a number of seconds in [0, ${max}], got "${value}"`);
+    }
+    return Math.round(s * 1000);
+  };
+}
+
+interface ServeFlags {
+  host: string;
+  port: number;
+  store: string;
+  auth?: string;
+  capacity: number;
+  idleTtl: number;
+  stepTimeout: number;
+  bodyLimit: number;
+  module?: string[];
+}
+
+/** Add `llmix serve` to the program. */
+export function registerServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("serve the environments over HTTP, WebSocket and MCP (OpenAPI at /openapi.json)")
+    .option("--host <host>", "interface to bind; anything but loopback needs --auth", SERVE_DEFAULTS.host)
+    .option("--port <port>", "TCP port (0 picks a free one)", integer("--port", 0, 65_535), SERVE_DEFAULTS.port)
+    .addOption(new Option("--store <path>", "trajectory store (SQLite file) for recorded sessions").default(SERVE_DEFAULTS.storePath))
+    .option("--auth <file>", 'bearer tokens: {"tokens":[{"token":"...","scopes":["env:run","trajectories:read","admin"],"name":"..."}]}')
+    .option("--capacity <n>", "live sessions at most (more get capacity_reached, HTTP 503)", integer("--capacity", 1, 10_000_000), 10_000)
+    .addOption(new Option("--idle-ttl <seconds>", "close sessions idle this long (0 = never)").argParser(seconds("--idle-ttl", 30 * 86_400)).default(900_000, "900"))
+    .addOption(
+      new Option("--step-timeout <seconds>", "a step running longer fails with step_timeout and closes its session (0 = no limit)")
+        .argParser(seconds("--step-timeout", 86_400))
+        .default(60_000, "60"),
+    )
+    .option("--body-limit <bytes>", "largest request body or WebSocket message", integer("--body-limit", 64, 1024 * 1024 * 1024), DEFAULT_BODY_LIMIT)
+    .addOption(moduleOption())
+    .action(async (flags: ServeFlags) => {
+      const registry = await registryWith(flags.module);
+      const server = await startServer({
+        registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, capacity: flags.capacity,
+        idleTtlMs: flags.idleTtl, stepTimeoutMs: flags.stepTimeout, bodyLimit: flags.bodyLimit, logger: true,
+        // Each session's tools over MCP (streamable HTTP at /v1/sessions/:id/mcp), with the same auth and limits.
+        extraRoutes: (app, { manager }) => mountMcp(app, manager),
+      });
+      const stopped = stopOnSignals(server);
+      if (!server.authenticated) process.stderr.write(`llmix serve: no --auth: unauthenticated, so bound to loopback only (${server.host})\n`);
+      const envs = registry.ids().length;
+      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${flags.store}`);
+      await stopped;
+    });
+}

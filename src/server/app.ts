@@ -1,0 +1,427 @@
+/**
+ * The HTTP + WebSocket service (DESIGN §7) as a fastify app: routes, body parsing, auth, metrics and
+ * errors. `buildApp` only builds; `serve.ts` listens and handles signals. The operations behind the
+ * routes live in `ServiceOperations`, which the WebSocket (and MCP) transports call too, so every
+ * transport validates and answers the same way.
+ *
+ * Other transports mount their routes through `extraRoutes(app, context)`, called after the core routes
+ * and before the app is ready. Such a route gets the same JSON body parsing, error bodies, metrics and
+ * auth as the core ones; its scope is `config.scope` when given, otherwise `env:run` under /v1/
+ * (`trajectories:read` under /v1/episodes) and `admin` elsewhere. `config.openapi` (an OpenAPI operation
+ * object) documents it in /openapi.json.
+ */
+import websocket from "@fastify/websocket";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { z } from "zod";
+import { LlmixError, NotFoundError, ServiceError, ValidationError } from "../core/errors.js";
+import type { ComponentBounds } from "../core/environment.js";
+import type { JsonValue } from "../core/json.js";
+import type { EnvironmentRegistry } from "../core/registry.js";
+import type { ToolSpec } from "../core/contract.js";
+import { formatIssues } from "../core/validation.js";
+import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
+import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
+import type { EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
+import { bearerToken, type RouteScope, type TokenAuth } from "./auth.js";
+import { errorBody, parseRequestJson, sendError, statusOf, toServiceError } from "./http-errors.js";
+import { ServiceMetrics } from "./metrics.js";
+import { buildOpenApi, ForkSessionBody, NewSessionBody, RestoreBody, type RouteInfo } from "./openapi.js";
+import { SessionManager, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
+import { registerWebSocketRoute } from "./ws.js";
+
+/** The service version reported by /openapi.json. */
+export const SERVICE_VERSION = "0.1.0";
+/** Default request body limit: 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** What the app is built from. */
+export interface AppOptions {
+  registry: EnvironmentRegistry;
+  /** The trajectory store: `record` sessions and /v1/episodes need it. The caller closes it. */
+  store?: TrajectoryStore;
+  /** Bearer tokens; without them every route is open (serve.ts then allows loopback only). */
+  auth?: TokenAuth | null;
+  /** An existing manager; otherwise one is made from the limits below (and shut down when the app closes). */
+  manager?: SessionManager;
+  capacity?: number;
+  /** Idle sessions are reaped after this long (default 15 minutes; 0 = never). */
+  idleTtlMs?: number;
+  stepTimeoutMs?: number;
+  /** Largest request body and WebSocket message, in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Fastify's logger (pino) at warn level; off by default. Request URLs are logged without their query (tokens). */
+  logger?: boolean;
+  /** Mount more routes (MCP) with the same parsing, errors, auth and metrics. */
+  extraRoutes?: (app: FastifyInstance, context: ServiceContext) => void | Promise<void>;
+}
+
+/** What transports share: the manager, the operations, metrics, auth and the store. */
+export interface ServiceContext {
+  registry: EnvironmentRegistry;
+  manager: SessionManager;
+  operations: ServiceOperations;
+  metrics: ServiceMetrics;
+  auth: TokenAuth | null;
+  store: TrajectoryStore | undefined;
+  bodyLimit: number;
+}
+
+/** A built (not yet listening) service. */
+export interface LlmixService extends ServiceContext {
+  app: FastifyInstance;
+  /** The routes registered (HEAD twins excluded), as /openapi.json documents them. */
+  routes: readonly RouteInfo[];
+}
+
+/** One environment as GET /v1/envs lists it. */
+export interface EnvSummary {
+  id: string;
+  version: string;
+  description: string;
+  difficulties: string[];
+  max_steps: number;
+}
+
+/** One environment as GET /v1/envs/:env describes it. */
+export interface EnvDetail extends EnvSummary {
+  tools: ToolSpec[];
+  reward_components: Record<string, ComponentBounds>;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** Validate `value` against a body schema; the error names each wrong field ("body.seed: ..."). */
+function parseWith<T>(schema: z.ZodType<T>, value: unknown, code: "invalid_argument" | "invalid_snapshot" = "invalid_argument"): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message }));
+  throw new ValidationError(code, formatIssues(parsed.error, "body"), { issues });
+}
+
+function requireObjectBody(value: unknown, shape: string): Record<string, unknown> {
+  if (!isObject(value)) throw new ValidationError("invalid_argument", `the request body must be a JSON object ${shape}`);
+  return value;
+}
+
+/** An integer query or message parameter in [min, max], or its default when absent. */
+function intParam(value: unknown, name: string, min: number, max: number, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = typeof value === "string" && /^\s*-?\d+\s*$/.test(value) ? Number(value) : typeof value === "number" ? value : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ValidationError("invalid_argument", `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function idParam(value: unknown, name: string): string {
+  if (typeof value !== "string" || value === "") throw new ValidationError("invalid_argument", `${name} must be a non-empty string`);
+  return value;
+}
+
+/** The operations of the service, shared by every transport. Inputs are untrusted JSON; each is validated here. */
+export class ServiceOperations {
+  private readonly summaries = new Map<string, EnvSummary>();
+  private readonly details = new Map<string, EnvDetail>();
+
+  constructor(
+    private readonly registry: EnvironmentRegistry,
+    private readonly manager: SessionManager,
+    private readonly store: TrajectoryStore | undefined,
+  ) {}
+
+  /** GET /v1/envs. */
+  envs(): { envs: EnvSummary[] } {
+    return { envs: this.registry.list().map((entry) => this.summary(entry.id)) };
+  }
+
+  /** GET /v1/envs/:env: the summary plus the tools of a sampled task and the reward components with bounds. */
+  async env(envId: unknown): Promise<EnvDetail> {
+    const id = idParam(envId, "env");
+    const cached = this.details.get(id);
+    if (cached) return cached;
+    const entry = this.registry.get(id);
+    const env = entry.create();
+    try {
+      // Tools are per episode; those of one sampled task stand for the environment.
+      const [taskId] = sampleTaskIds({ family: env.tasks.families[0] as string, difficulties: [env.tasks.difficulties[0] as string], n: 1, seed: 0 });
+      await env.reset(taskId as string, 0);
+      const detail: EnvDetail = { ...this.summary(id), tools: env.tools(), reward_components: { ...env.componentBounds() } };
+      this.details.set(id, detail);
+      return detail;
+    } finally {
+      await env.close();
+    }
+  }
+
+  /** GET /v1/envs/:env/tasks, validated as `llmix tasks` validates its flags. */
+  async tasks(envId: unknown, query: Record<string, unknown>): Promise<{ task_ids: string[] }> {
+    const id = idParam(envId, "env");
+    const env = this.registry.get(id).create();
+    try {
+      const difficulties = env.tasks.difficulties;
+      const difficulty = query.difficulty;
+      if (difficulty !== undefined && (typeof difficulty !== "string" || !difficulties.includes(difficulty))) {
+        throw new ValidationError("invalid_argument", `unknown difficulty ${JSON.stringify(difficulty)} for ${id}; valid: ${difficulties.join(", ")}`, { valid: [...difficulties] });
+      }
+      const taskIds = sampleTaskIds({
+        family: env.tasks.families[0] as string,
+        difficulties: typeof difficulty === "string" ? [difficulty] : difficulties,
+        n: intParam(query.n, "n", 0, 100_000, 10),
+        split: parseSplit(query.split ?? "train"),
+        seed: intParam(query.seed, "seed", 0, 0xffffffff, 0),
+      });
+      return { task_ids: taskIds };
+    } finally {
+      await env.close();
+    }
+  }
+
+  /** POST /v1/sessions: {env, task_id, seed, policy_checkpoint?, record?} or {snapshot, policy_checkpoint?, record?}. */
+  async createSession(body: unknown): Promise<CreatedSession> {
+    const value = requireObjectBody(body, "{env, task_id, seed} or {snapshot}");
+    let request: CreateSessionRequest;
+    if ("snapshot" in value) {
+      const mixed = ["env", "task_id", "seed"].filter((k) => k in value);
+      if (mixed.length > 0) {
+        throw new ValidationError("invalid_argument", `give either {env, task_id, seed} or {snapshot}, not both (got snapshot and ${mixed.join(", ")})`);
+      }
+      if (!isObject(value.snapshot)) throw new ValidationError("invalid_snapshot", "body.snapshot must be a snapshot object, as GET /v1/sessions/{id}/snapshot returns it");
+      request = parseWith(ForkSessionBody, value) as unknown as CreateSessionRequest;
+    } else {
+      request = parseWith(NewSessionBody, value);
+    }
+    return this.manager.create(request);
+  }
+
+  /** POST /v1/sessions/:id/step with {action}. */
+  step(sessionId: unknown, body: unknown): Promise<StepResponse> {
+    const id = idParam(sessionId, "session_id");
+    const value = requireObjectBody(body, "{action}");
+    if (!("action" in value)) throw new ValidationError("invalid_argument", "body.action: required (an action object)", { issues: [{ path: "action", message: "required" }] });
+    if (!isObject(value.action)) {
+      throw new LlmixError(
+        "invalid_action",
+        `body.action must be a JSON object {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}, got ${value.action === null ? "null" : Array.isArray(value.action) ? "an array" : typeof value.action}`,
+      );
+    }
+    return this.manager.step(id, value.action);
+  }
+
+  /** GET /v1/sessions/:id. */
+  info(sessionId: unknown): SessionInfo {
+    return this.manager.info(idParam(sessionId, "session_id"));
+  }
+
+  /** GET /v1/sessions/:id/snapshot. */
+  async snapshot(sessionId: unknown): Promise<{ snapshot: JsonValue }> {
+    return { snapshot: (await this.manager.snapshot(idParam(sessionId, "session_id"))) as unknown as JsonValue };
+  }
+
+  /** POST /v1/sessions/:id/restore with {snapshot}. */
+  async restore(sessionId: unknown, body: unknown): Promise<{ ok: true }> {
+    const id = idParam(sessionId, "session_id");
+    const value = requireObjectBody(body, "{snapshot}");
+    if (!("snapshot" in value)) throw new ValidationError("invalid_argument", "body.snapshot: required (a snapshot object)", { issues: [{ path: "snapshot", message: "required" }] });
+    const { snapshot } = parseWith(RestoreBody, value, "invalid_snapshot");
+    await this.manager.restore(id, snapshot);
+    return { ok: true };
+  }
+
+  /** DELETE /v1/sessions/:id: the episode summary. */
+  async close(sessionId: unknown): Promise<{ episode: EpisodeRecord }> {
+    return { episode: await this.manager.close(idParam(sessionId, "session_id")) };
+  }
+
+  /** GET /v1/episodes/:id: the stored episode and its steps. */
+  async episode(episodeId: unknown): Promise<StoredEpisode> {
+    const id = idParam(episodeId, "episode id");
+    const store = this.requireStore();
+    const episode = await store.getEpisode(id);
+    if (!episode) throw new NotFoundError("unknown_episode", `no episode "${id}" in the trajectory store (send the id URL-encoded: "/" as %2F)`);
+    return { episode, steps: await store.getSteps(id) };
+  }
+
+  /** POST /v1/episodes/:id/replay: the stored actions re-run on a fresh environment from the registry. */
+  async replay(episodeId: unknown): Promise<ReplayReport> {
+    const stored = await this.episode(episodeId);
+    const run = await this.requireStore().getRun(stored.episode.run_id);
+    // The run's environment options (e.g. a step budget) shape the episode; the replay needs the same.
+    const envOptions = (run?.config as { env_options?: Record<string, unknown> } | null | undefined)?.env_options ?? {};
+    const env = this.registry.get(stored.episode.env).create({ ...envOptions });
+    try {
+      return await replayEpisode(env, stored);
+    } finally {
+      await env.close();
+    }
+  }
+
+  private summary(id: string): EnvSummary {
+    const cached = this.summaries.get(id);
+    if (cached) return cached;
+    const entry = this.registry.get(id);
+    const env = entry.create();
+    const summary = { id: entry.id, version: entry.version, description: entry.description, difficulties: [...env.tasks.difficulties], max_steps: env.maxSteps };
+    void env.close();
+    this.summaries.set(id, summary);
+    return summary;
+  }
+
+  private requireStore(): TrajectoryStore {
+    if (!this.store) throw new LlmixError("store_error", "this service runs without a trajectory store");
+    return this.store;
+  }
+}
+
+/** The scope a route needs when it does not declare one. */
+function defaultScope(url: string): RouteScope {
+  if (url === "/healthz" || url === "/openapi.json") return "open";
+  if (url === "/v1/episodes" || url.startsWith("/v1/episodes/")) return "trajectories:read";
+  if (url.startsWith("/v1/")) return "env:run";
+  return "admin";
+}
+
+interface RouteConfig {
+  scope?: RouteScope;
+  openapi?: Record<string, unknown>;
+}
+
+/** Build the service app (routes, hooks, WebSocket) without listening. */
+export async function buildApp(options: AppOptions): Promise<LlmixService> {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) throw new ValidationError("invalid_config", `bodyLimit must be an integer >= 1, got ${bodyLimit}`);
+  const ownsManager = !options.manager;
+  const manager =
+    options.manager ??
+    new SessionManager({ registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs });
+  if (ownsManager) manager.startReaper();
+  const metrics = new ServiceMetrics(manager);
+  const operations = new ServiceOperations(options.registry, manager, options.store);
+  const auth = options.auth ?? null;
+  const context: ServiceContext = { registry: options.registry, manager, operations, metrics, auth, store: options.store, bodyLimit };
+
+  const app = Fastify({
+    bodyLimit,
+    routerOptions: { maxParamLength: 2048 },
+    // Requests arriving while closing reach the manager, which refuses them with capacity_reached (503 + Retry-After).
+    return503OnClosing: false,
+    forceCloseConnections: "idle",
+    logger: options.logger
+      ? { level: "warn", serializers: { req: (req: { method?: string; url?: string }) => ({ method: req.method, url: (req.url ?? "").split("?")[0] }) } }
+      : false,
+    logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors: (error, _request, reply) => {
+      const e = toServiceError(error);
+      metrics.countError(e.code);
+      void sendError(reply, e);
+    },
+    clientErrorHandler: (error, socket) => {
+      // Not HTTP at all (garbage bytes, oversized headers): answer in the service's error shape if the socket still can.
+      if ((error as NodeJS.ErrnoException).code === "ECONNRESET" || !socket.writable) {
+        socket.destroy();
+        return;
+      }
+      metrics.countError("invalid_argument");
+      const body = JSON.stringify(errorBody(new LlmixError("invalid_argument", `malformed HTTP request: ${(error as NodeJS.ErrnoException).code ?? error.message}`)));
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    },
+  });
+
+  // First, so its onRequest hook marks upgrade requests before the auth hook can refuse one: the plugin
+  // destroys the socket of a refused upgrade only when it knows the request was one.
+  await app.register(websocket, { options: { maxPayload: bodyLimit } });
+
+  const routes: RouteInfo[] = [];
+  app.addHook("onRoute", (route) => {
+    const config = (route.config ?? {}) as RouteConfig;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    // Resolved once per route, so the per-request auth check is a property read.
+    route.config = { ...config, scope: config.scope ?? defaultScope(route.url) } as typeof route.config;
+    for (const method of methods) {
+      if (method !== "HEAD") routes.push({ method, url: route.url, ...(config.openapi ? { openapi: config.openapi } : {}) });
+    }
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, text, done) => {
+    try {
+      done(null, parseRequestJson(text as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+  app.addContentTypeParser("*", (request, _payload, done) => {
+    done(new LlmixError("invalid_argument", `unsupported Content-Type ${JSON.stringify(request.headers["content-type"] ?? "(none)")}: send JSON with Content-Type: application/json`), undefined);
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const e = toServiceError(error);
+    metrics.countError(e.code);
+    if (statusOf(e.code) >= 500 && e.code !== "capacity_reached" && e.code !== "step_timeout") {
+      request.log.error({ code: e.code, message: e.message, route: request.routeOptions.url }, "request failed");
+    }
+    return sendError(reply, e);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const e = new ServiceError("unknown_route", `no route ${request.method} ${request.url.split("?")[0]}; the API is described at /openapi.json`);
+    metrics.countError(e.code);
+    return sendError(reply, e);
+  });
+
+  if (auth) {
+    // Callback-style hooks: these run on every request, and a step's round trip is what the service is measured by.
+    app.addHook("onRequest", (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      const scope = (request.routeOptions.config as RouteConfig).scope ?? "open";
+      let token = bearerToken(request.headers.authorization);
+      // Browsers cannot set headers on a WebSocket upgrade, hence ?token= there (and only there).
+      if (token === undefined && request.ws) {
+        const query = request.query as Record<string, unknown> | undefined;
+        if (typeof query?.token === "string") token = query.token;
+      }
+      try {
+        auth.check(token, scope);
+        done();
+      } catch (error) {
+        done(error as Error);
+      }
+    });
+  }
+  app.addHook("onResponse", (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    metrics.countRequest(request.routeOptions.url ?? "unmatched", reply.statusCode);
+    done();
+  });
+  // While closing, answers end their connection, so a keep-alive client cannot hold the server open.
+  let draining = false;
+  app.addHook("preClose", async () => {
+    draining = true;
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (draining) reply.header("connection", "close");
+    done(null, payload);
+  });
+  app.addHook("onClose", async () => {
+    metrics.close();
+    if (ownsManager) await manager.shutdown();
+  });
+
+  app.get("/healthz", async () => ({ status: "ok", sessions: manager.size }));
+  app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()));
+  let openapi: Record<string, unknown> | undefined;
+  app.get("/openapi.json", async () => (openapi ??= buildOpenApi(routes, { version: SERVICE_VERSION, auth: auth !== null })));
+
+  app.get("/v1/envs", async () => operations.envs());
+  app.get("/v1/envs/:env", async (request) => operations.env((request.params as { env: string }).env));
+  app.get("/v1/envs/:env/tasks", async (request) => operations.tasks((request.params as { env: string }).env, (request.query ?? {}) as Record<string, unknown>));
+
+  app.post("/v1/sessions", async (request, reply) => reply.code(201).send(await operations.createSession(request.body)));
+  app.get("/v1/sessions/:id", async (request) => operations.info((request.params as { id: string }).id));
+  app.delete("/v1/sessions/:id", async (request) => operations.close((request.params as { id: string }).id));
+  app.post("/v1/sessions/:id/step", async (request) => operations.step((request.params as { id: string }).id, request.body));
+  app.get("/v1/sessions/:id/snapshot", async (request) => operations.snapshot((request.params as { id: string }).id));
+  app.post("/v1/sessions/:id/restore", async (request) => operations.restore((request.params as { id: string }).id, request.body));
+
+  app.get("/v1/episodes/:id", async (request) => operations.episode((request.params as { id: string }).id));
+  app.post("/v1/episodes/:id/replay", async (request) => operations.replay((request.params as { id: string }).id));
+
+  registerWebSocketRoute(app, context);
+
+  if (options.extraRoutes) await options.extraRoutes(app, context);
+  return { ...context, app, routes };
+}

@@ -1,0 +1,130 @@
+/**
+ * Bearer tokens with scopes (DESIGN §7, §9). `--auth FILE` is JSON:
+ *
+ *   {"tokens": [{"token": "...", "scopes": ["env:run", "trajectories:read", "admin"], "name": "trainer"}]}
+ *
+ * `env:run` drives environments (envs, sessions, the WebSocket), `trajectories:read` reads the store
+ * (episodes, replay), `admin` may do everything (including /metrics). Tokens are compared in constant
+ * time and never logged; a request names its token only by the token's `name`.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { ServiceError, ValidationError } from "../core/errors.js";
+import { formatIssues } from "../core/validation.js";
+
+/** The scopes a token can hold. */
+export const SCOPES = ["env:run", "trajectories:read", "admin"] as const;
+export type Scope = (typeof SCOPES)[number];
+/** What a route needs: a scope, or nothing ("open"). */
+export type RouteScope = Scope | "open";
+
+/** A token as the server knows it (the secret itself is kept only as a digest). */
+export interface TokenIdentity {
+  name: string;
+  scopes: readonly Scope[];
+}
+
+const TokenFile = z.object({
+  tokens: z
+    .array(
+      z.object({
+        token: z.string().min(1, "must not be empty").regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (it travels in a header)"),
+        scopes: z.array(z.enum(SCOPES)).min(1, "must name at least one scope"),
+        name: z.string().min(1).optional(),
+      }),
+    )
+    .min(1, "must hold at least one token"),
+});
+
+const digest = (token: string) => createHash("sha256").update(token, "utf8").digest();
+
+/** The tokens of an auth file and the checks every request goes through. */
+export class TokenAuth {
+  private readonly entries: Array<TokenIdentity & { digest: Buffer }>;
+
+  private constructor(entries: Array<TokenIdentity & { digest: Buffer }>) {
+    this.entries = entries;
+  }
+
+  /** Tokens from a parsed auth file; a malformed one is invalid_config naming the problem. */
+  static fromConfig(value: unknown, source = "auth file"): TokenAuth {
+    const parsed = TokenFile.safeParse(value);
+    if (!parsed.success) throw new ValidationError("invalid_config", `${source}: ${formatIssues(parsed.error, "auth")}`);
+    const seen = new Set<string>();
+    const entries = parsed.data.tokens.map((t, i) => {
+      if (seen.has(t.token)) throw new ValidationError("invalid_config", `${source}: auth.tokens[${i}] repeats an earlier token; every token must be unique`);
+      seen.add(t.token);
+      return { name: t.name ?? `token-${i}`, scopes: [...new Set(t.scopes)], digest: digest(t.token) };
+    });
+    return new TokenAuth(entries);
+  }
+
+  /** Tokens from an auth file (see the module comment for its format). */
+  static fromFile(path: string): TokenAuth {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (error) {
+      throw new ValidationError("invalid_config", `--auth ${path}: cannot read the file: ${(error as Error).message}`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new ValidationError("invalid_config", `--auth ${path}: not valid JSON: ${(error as Error).message}`);
+    }
+    return TokenAuth.fromConfig(value, `--auth ${path}`);
+  }
+
+  /** Number of tokens. */
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** The identity of a presented token; a missing or unknown token is `unauthorized`. */
+  authenticate(token: string | undefined): TokenIdentity {
+    if (token === undefined || token === "") {
+      throw new ServiceError("unauthorized", "this service needs a bearer token: send Authorization: Bearer <token>");
+    }
+    const presented = digest(token);
+    let found: TokenIdentity | undefined;
+    // Every entry is compared (no early exit), so timing says nothing about which token nearly matched.
+    for (const entry of this.entries) {
+      if (timingSafeEqual(entry.digest, presented) && !found) found = entry;
+    }
+    if (!found) throw new ServiceError("unauthorized", "the bearer token is not valid for this service");
+    return { name: found.name, scopes: found.scopes };
+  }
+
+  /** Throw `forbidden` unless the identity holds `scope` (admin holds every scope). */
+  authorize(identity: TokenIdentity, scope: Scope): void {
+    if (identity.scopes.includes(scope) || identity.scopes.includes("admin")) return;
+    throw new ServiceError("forbidden", `token "${identity.name}" lacks the scope "${scope}" this operation needs`, {
+      needed: scope,
+      held: [...identity.scopes],
+    });
+  }
+
+  /** Authenticate then authorize; `open` routes pass without a token. */
+  check(token: string | undefined, scope: RouteScope): TokenIdentity | null {
+    if (scope === "open") return null;
+    const identity = this.authenticate(token);
+    this.authorize(identity, scope);
+    return identity;
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined. */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (typeof value !== "string") return undefined;
+  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(value);
+  return match ? match[1] : undefined;
+}
+
+/** True for hosts only this machine can reach (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}

@@ -1,0 +1,102 @@
+/**
+ * Prometheus metrics of the service, in the text exposition format (version 0.0.4). Session counters
+ * come from the SessionManager (so steps driven over HTTP, WebSocket and MCP all count); errors and HTTP
+ * requests are counted by the transports as they answer.
+ */
+import type { SessionManager } from "./sessions.js";
+
+/** Upper bounds (seconds) of the step latency histogram's buckets. */
+export const STEP_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5] as const;
+
+/** The content type of the exposition. */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+/** Counters and the step histogram of one server. */
+export class ServiceMetrics {
+  private readonly buckets = new Array<number>(STEP_BUCKETS.length).fill(0);
+  private stepCount = 0;
+  private stepSum = 0;
+  private readonly errors = new Map<string, number>();
+  private readonly requests = new Map<string, { route: string; status: number; count: number }>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly manager: SessionManager) {
+    // The manager buffers latencies until drained; draining often keeps that buffer small between scrapes.
+    this.timer = setInterval(() => this.absorbLatencies(), 2000);
+    this.timer.unref();
+  }
+
+  /** Count an error answered to a client (any transport). */
+  countError(code: string): void {
+    this.errors.set(code, (this.errors.get(code) ?? 0) + 1);
+  }
+
+  /** Count an HTTP request by route pattern (not URL, so ids do not explode the label set) and status. */
+  countRequest(route: string, status: number): void {
+    const key = `${status} ${route}`;
+    const hit = this.requests.get(key);
+    if (hit) hit.count++;
+    else this.requests.set(key, { route, status, count: 1 });
+  }
+
+  /** The exposition text. */
+  render(): string {
+    const stats = this.manager.drainStats();
+    const lines: string[] = [];
+    const metric = (name: string, type: string, help: string, samples: string[]) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples);
+    };
+    metric("llmix_sessions_live", "gauge", "Live sessions.", [`llmix_sessions_live ${stats.live}`]);
+    metric("llmix_sessions_created_total", "counter", "Sessions created since the server started.", [`llmix_sessions_created_total ${stats.created_total}`]);
+    metric("llmix_steps_total", "counter", "Steps applied since the server started.", [`llmix_steps_total ${stats.steps_total}`]);
+    metric("llmix_sessions_reaped_total", "counter", "Sessions closed after being idle longer than the TTL.", [`llmix_sessions_reaped_total ${stats.reaped_total}`]);
+    this.observe(stats.latencies);
+    let cumulative = 0;
+    const buckets = STEP_BUCKETS.map((le, i) => {
+      cumulative += this.buckets[i] as number;
+      return `llmix_step_seconds_bucket{le="${le}"} ${cumulative}`;
+    });
+    metric("llmix_step_seconds", "histogram", "Time an environment took to apply one step.", [
+      ...buckets,
+      `llmix_step_seconds_bucket{le="+Inf"} ${this.stepCount}`,
+      `llmix_step_seconds_sum ${this.stepSum}`,
+      `llmix_step_seconds_count ${this.stepCount}`,
+    ]);
+    metric(
+      "llmix_errors_total",
+      "counter",
+      "Errors answered to clients, by stable error code.",
+      [...this.errors.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([code, n]) => `llmix_errors_total{code="${escapeLabel(code)}"} ${n}`),
+    );
+    metric(
+      "llmix_http_requests_total",
+      "counter",
+      "HTTP requests answered, by route pattern and status.",
+      [...this.requests.values()]
+        .sort((a, b) => a.route.localeCompare(b.route) || a.status - b.status)
+        .map((r) => `llmix_http_requests_total{route="${escapeLabel(r.route)}",status="${r.status}"} ${r.count}`),
+    );
+    return `${lines.join("\n")}\n`;
+  }
+
+  /** Stop the background drain. */
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  private absorbLatencies(): void {
+    // drainStats also returns counters; only the latencies are consumed here, the rest is read at render time.
+    this.observe(this.manager.drainStats().latencies);
+  }
+
+  private observe(latencies: readonly number[]): void {
+    for (const seconds of latencies) {
+      this.stepCount++;
+      this.stepSum += seconds;
+      const i = STEP_BUCKETS.findIndex((le) => seconds <= le);
+      if (i >= 0) this.buckets[i] = (this.buckets[i] as number) + 1;
+    }
+  }
+}

@@ -1,0 +1,449 @@
+/**
+ * The request body schemas of the service (zod: the same objects validate requests and, through
+ * `z.toJSONSchema`, document them) and its OpenAPI 3.1 document. Responses are described by hand; the
+ * wire shapes are those of src/server/sessions.ts, src/store/types.ts and src/rollout/replay.ts.
+ */
+import { z } from "zod";
+import { ERROR_CODES } from "../core/errors.js";
+import { HTTP_STATUS } from "./http-errors.js";
+
+const seed = z.number().int().min(0).max(0xffffffff).describe("Episode seed: an integer in [0, 2^32 - 1].");
+const options = {
+  policy_checkpoint: z.string().nullable().optional().describe("Recorded with every step of a recorded session."),
+  record: z.boolean().optional().describe("Write every step to the trajectory store (the episode id is the session id)."),
+};
+const snapshot = z.record(z.string(), z.unknown()).describe("An environment snapshot, as GET /v1/sessions/{id}/snapshot returns it.");
+
+/** POST /v1/sessions: a new episode. */
+export const NewSessionBody = z.object({
+  env: z.string().min(1).describe("Environment id, e.g. billing-dispute."),
+  task_id: z.string().min(1).describe("Task id, e.g. billing-dispute/easy/seed-1."),
+  seed,
+  ...options,
+});
+
+/** POST /v1/sessions: a fork of a snapshot. */
+export const ForkSessionBody = z.object({ snapshot, ...options });
+
+/** POST /v1/sessions: either form. */
+export const CreateSessionBody = z.union([NewSessionBody, ForkSessionBody]);
+
+/**
+ * POST /v1/sessions/{id}/step. `action` must be a JSON object; its contents are the environment's to
+ * judge (a malformed action is answered with an error observation and the `invalid_call` component).
+ */
+export const StepBody = z.object({
+  action: z
+    .record(z.string(), z.unknown())
+    .describe('{"type":"tool_call","tool":NAME,"args":{...},"call_id"?:ID} or {"type":"message","content":TEXT}'),
+});
+
+/** POST /v1/sessions/{id}/restore. */
+export const RestoreBody = z.object({ snapshot });
+
+/** A route as fastify registered it. */
+export interface RouteInfo {
+  method: string;
+  url: string;
+  /** An operation object a route may bring along (routes added through `extraRoutes`). */
+  openapi?: Record<string, unknown>;
+}
+
+type Json = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Json) => ({ "application/json": { schema } });
+const ok = (description: string, schema: Json, status = "200") => ({ [status]: { description, content: json(schema) } });
+const body = (schema: z.ZodType, description: string) => ({ required: true, description, content: json(z.toJSONSchema(schema, { io: "input" }) as Json) });
+const errors = (...codes: Array<keyof typeof HTTP_STATUS>) => {
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) byStatus.set(HTTP_STATUS[code] as number, [...(byStatus.get(HTTP_STATUS[code] as number) ?? []), code]);
+  const out: Json = {};
+  for (const [status, list] of byStatus) {
+    out[String(status)] = { description: `Error: ${list.join(", ")}`, content: json(ref("Error")) };
+  }
+  return out;
+};
+const sessionId = { name: "id", in: "path", required: true, schema: { type: "string" }, description: "Session id (ses_...)." };
+const episodeId = {
+  name: "id",
+  in: "path",
+  required: true,
+  schema: { type: "string" },
+  description: "Episode id, URL-encoded (ids may contain '/', sent as %2F).",
+};
+const envId = { name: "env", in: "path", required: true, schema: { type: "string" }, description: "Environment id." };
+const AUTH = errors("unauthorized", "forbidden");
+const SESSION = errors("unknown_session", "session_busy", "step_timeout", "capacity_reached");
+
+/** Hand-written operations of the core routes, by "METHOD path" (OpenAPI path syntax). */
+const OPERATIONS: Record<string, Json> = {
+  "GET /healthz": {
+    operationId: "health",
+    summary: "Liveness: ok and the number of live sessions. Needs no token.",
+    security: [],
+    responses: ok("Healthy.", { type: "object", required: ["status", "sessions"], properties: { status: { const: "ok" }, sessions: { type: "integer" } } }),
+  },
+  "GET /metrics": {
+    operationId: "metrics",
+    summary: "Prometheus text exposition: sessions, steps, step latency histogram, errors by code, HTTP requests. Scope admin.",
+    responses: { "200": { description: "Metrics.", content: { "text/plain": { schema: { type: "string" } } } }, ...AUTH },
+  },
+  "GET /openapi.json": {
+    operationId: "openapi",
+    summary: "This document. Needs no token.",
+    security: [],
+    responses: ok("The OpenAPI 3.1 document.", { type: "object" }),
+  },
+  "GET /v1/envs": {
+    operationId: "listEnvs",
+    summary: "The registered environments.",
+    responses: { ...ok("Environments.", { type: "object", required: ["envs"], properties: { envs: { type: "array", items: ref("EnvSummary") } } }), ...AUTH },
+  },
+  "GET /v1/envs/{env}": {
+    operationId: "getEnv",
+    summary: "One environment: version, difficulties, step budget, tools (of a sampled task) with JSON Schemas, reward components with bounds.",
+    parameters: [envId],
+    responses: { ...ok("The environment.", ref("EnvDetail")), ...errors("unknown_env"), ...AUTH },
+  },
+  "GET /v1/envs/{env}/tasks": {
+    operationId: "sampleTasks",
+    summary: "Sample task ids (as `llmix tasks`): n ids spread over the difficulties, from one split, by a sampling seed.",
+    parameters: [
+      envId,
+      { name: "difficulty", in: "query", schema: { type: "string" }, description: "Only this difficulty (default: all)." },
+      { name: "split", in: "query", schema: { enum: ["train", "eval"], default: "train" } },
+      { name: "n", in: "query", schema: { type: "integer", minimum: 0, maximum: 100000, default: 10 } },
+      { name: "seed", in: "query", schema: { type: "integer", minimum: 0, maximum: 4294967295, default: 0 } },
+    ],
+    responses: {
+      ...ok("Task ids.", { type: "object", required: ["task_ids"], properties: { task_ids: { type: "array", items: { type: "string" } } } }),
+      ...errors("invalid_argument", "unknown_env"),
+      ...AUTH,
+    },
+  },
+  "POST /v1/sessions": {
+    operationId: "createSession",
+    summary: "Start a session: a new episode {env, task_id, seed} or a fork of a snapshot {snapshot}.",
+    requestBody: body(CreateSessionBody, "A new episode or a fork."),
+    responses: {
+      ...ok("The session and its first observation (empty for a fork).", ref("CreatedSession"), "201"),
+      ...errors("invalid_argument", "invalid_json", "invalid_task_id", "invalid_snapshot", "unknown_env", "payload_too_large", "capacity_reached", "step_timeout"),
+      ...AUTH,
+    },
+  },
+  "GET /v1/sessions/{id}": {
+    operationId: "getSession",
+    summary: "A live session's state.",
+    parameters: [sessionId],
+    responses: { ...ok("The session.", ref("SessionInfo")), ...errors("unknown_session"), ...AUTH },
+  },
+  "DELETE /v1/sessions/{id}": {
+    operationId: "closeSession",
+    summary: "End a session; returns the episode summary (stored first when recording).",
+    parameters: [sessionId],
+    responses: { ...ok("The episode summary.", { type: "object", required: ["episode"], properties: { episode: ref("EpisodeRecord") } }), ...SESSION, ...AUTH },
+  },
+  "POST /v1/sessions/{id}/step": {
+    operationId: "step",
+    summary: "Apply one action. A malformed action object is answered by the environment (error observation, invalid_call component).",
+    parameters: [sessionId],
+    requestBody: body(StepBody, "The action."),
+    responses: { ...ok("The step result.", ref("StepResponse")), ...errors("invalid_argument", "invalid_action", "invalid_json", "payload_too_large"), ...SESSION, ...AUTH },
+  },
+  "GET /v1/sessions/{id}/snapshot": {
+    operationId: "snapshot",
+    summary: "The session's full world state (restore it, or fork a new session from it).",
+    parameters: [sessionId],
+    responses: { ...ok("The snapshot.", { type: "object", required: ["snapshot"], properties: { snapshot: ref("Snapshot") } }), ...SESSION, ...AUTH },
+  },
+  "POST /v1/sessions/{id}/restore": {
+    operationId: "restore",
+    summary: "Continue the session from a snapshot of the same environment.",
+    parameters: [sessionId],
+    requestBody: body(RestoreBody, "The snapshot."),
+    responses: {
+      ...ok("Restored.", { type: "object", required: ["ok"], properties: { ok: { const: true } } }),
+      ...errors("invalid_argument", "invalid_snapshot", "invalid_json", "payload_too_large"),
+      ...SESSION,
+      ...AUTH,
+    },
+  },
+  "GET /v1/episodes/{id}": {
+    operationId: "getEpisode",
+    summary: "A recorded episode with its step records, from the trajectory store. Scope trajectories:read.",
+    parameters: [episodeId],
+    responses: {
+      ...ok("The episode.", { type: "object", required: ["episode", "steps"], properties: { episode: ref("EpisodeRecord"), steps: { type: "array", items: ref("StepRecord") } } }),
+      ...errors("unknown_episode"),
+      ...AUTH,
+    },
+  },
+  "POST /v1/episodes/{id}/replay": {
+    operationId: "replayEpisode",
+    summary: "Re-run a recorded episode's actions on a fresh environment and compare every step with the record. Scope trajectories:read.",
+    parameters: [episodeId],
+    responses: { ...ok("The replay report.", ref("ReplayReport")), ...errors("unknown_episode", "unknown_env"), ...AUTH },
+  },
+  // Mounted by `llmix serve` (src/server/mcp.ts); documented here so the document stays hand-written.
+  "POST /v1/sessions/{id}/mcp": {
+    operationId: "mcp",
+    summary:
+      "MCP over streamable HTTP (stateless): JSON-RPC tools/list and tools/call on the session's tools. A tools/call is a step of the session " +
+      "(its structuredContent carries reward, reward_components, terminated, truncated, tool_result).",
+    parameters: [sessionId],
+    requestBody: { required: true, description: "A JSON-RPC message of the Model Context Protocol.", content: json({ type: "object" }) },
+    responses: { ...ok("The JSON-RPC response.", { type: "object" }), ...errors("unknown_session"), ...AUTH },
+  },
+  "GET /v1/sessions/{id}/mcp": {
+    operationId: "mcpStream",
+    summary: "Not supported (the MCP endpoint is stateless): 405.",
+    parameters: [sessionId],
+    responses: { "405": { description: "Method not allowed." }, ...errors("unknown_session"), ...AUTH },
+  },
+  "DELETE /v1/sessions/{id}/mcp": {
+    operationId: "mcpClose",
+    summary: "Not supported (the MCP endpoint is stateless; end the session with DELETE /v1/sessions/{id}): 405.",
+    parameters: [sessionId],
+    responses: { "405": { description: "Method not allowed." }, ...errors("unknown_session"), ...AUTH },
+  },
+  "GET /v1/ws": {
+    operationId: "websocket",
+    summary:
+      "WebSocket (upgrade this GET). Messages {id, op, ...params} are answered {id, ok: true, result} or {id, ok: false, error}. " +
+      "Ops: create (params as POST /v1/sessions), step {session_id, action}, snapshot {session_id}, restore {session_id, snapshot}, " +
+      "close {session_id}, info {session_id}, envs, env {env}, tasks {env, difficulty?, split?, n?, seed?}. Replies may come out of order; " +
+      "match them by id. Sessions outlive the connection (the idle reaper closes them). The token may also be sent as ?token=.",
+    parameters: [{ name: "token", in: "query", schema: { type: "string" }, description: "Bearer token, for clients that cannot set headers." }],
+    responses: { "101": { description: "Switching protocols." }, ...errors("invalid_argument"), ...AUTH },
+  },
+};
+
+const SCHEMAS: Record<string, Json> = {
+  Error: {
+    type: "object",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["code", "message", "details"],
+        properties: { code: { enum: Object.keys(ERROR_CODES) }, message: { type: "string" }, details: { type: "object" } },
+      },
+    },
+  },
+  Observation: {
+    type: "object",
+    required: ["rendered", "tokens"],
+    properties: { rendered: { type: "string" }, tokens: { type: "integer" } },
+    additionalProperties: true,
+  },
+  ToolSpec: {
+    type: "object",
+    required: ["name", "description", "parameters", "effect"],
+    properties: { name: { type: "string" }, description: { type: "string" }, parameters: { type: "object", description: "JSON Schema of the arguments." }, effect: { enum: ["read", "write"] } },
+  },
+  ToolResult: {
+    type: "object",
+    required: ["status", "latency_ms", "cost", "output"],
+    properties: {
+      status: { enum: ["ok", "error", "denied", "invalid", "timeout"] },
+      latency_ms: { type: "number" },
+      cost: { type: "number" },
+      output: {},
+      error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" } } },
+      partial: { type: "boolean" },
+    },
+  },
+  EnvSummary: {
+    type: "object",
+    required: ["id", "version", "description", "difficulties", "max_steps"],
+    properties: {
+      id: { type: "string" },
+      version: { type: "string" },
+      description: { type: "string" },
+      difficulties: { type: "array", items: { type: "string" } },
+      max_steps: { type: "integer" },
+    },
+  },
+  EnvDetail: {
+    allOf: [
+      ref("EnvSummary"),
+      {
+        type: "object",
+        required: ["tools", "reward_components"],
+        properties: {
+          tools: { type: "array", items: ref("ToolSpec") },
+          reward_components: {
+            type: "object",
+            additionalProperties: { type: "object", required: ["min", "max", "description"], properties: { min: { type: "number" }, max: { type: "number" }, description: { type: "string" } } },
+          },
+        },
+      },
+    ],
+  },
+  CreatedSession: {
+    type: "object",
+    required: ["session_id", "env", "env_version", "task_id", "seed", "observation", "tools"],
+    properties: {
+      session_id: { type: "string" },
+      env: { type: "string" },
+      env_version: { type: "string" },
+      task_id: { type: "string" },
+      seed: { type: "integer" },
+      observation: ref("Observation"),
+      tools: { type: "array", items: ref("ToolSpec") },
+    },
+  },
+  StepResponse: {
+    type: "object",
+    required: ["observation", "reward", "reward_components", "terminated", "truncated", "tool_result", "info"],
+    properties: {
+      observation: ref("Observation"),
+      reward: { type: "number", description: "The sum of reward_components." },
+      reward_components: { type: "object", additionalProperties: { type: "number" } },
+      terminated: { type: "boolean" },
+      truncated: { type: "boolean" },
+      tool_result: { oneOf: [ref("ToolResult"), { type: "null" }] },
+      info: { type: "object", description: "end_reason and verdict on the last step; error for an invalid action; tool_result; call_id." },
+    },
+  },
+  SessionInfo: {
+    type: "object",
+    required: ["session_id", "env", "env_version", "task_id", "seed", "steps", "ended", "record", "created_at", "idle_ms"],
+    properties: {
+      session_id: { type: "string" },
+      env: { type: "string" },
+      env_version: { type: "string" },
+      task_id: { type: "string" },
+      seed: { type: "integer" },
+      steps: { type: "integer" },
+      ended: { type: "boolean" },
+      record: { type: "boolean" },
+      created_at: { type: "string", format: "date-time" },
+      idle_ms: { type: "number" },
+    },
+  },
+  Snapshot: {
+    type: "object",
+    required: ["format", "env", "version", "task_id", "seed", "step", "status", "world"],
+    properties: {
+      format: { const: "llmix.snapshot/1" },
+      env: { type: "string" },
+      version: { type: "string" },
+      task_id: { type: "string" },
+      seed: { type: "integer" },
+      step: { type: "integer" },
+      status: { enum: ["running", "terminated", "truncated"] },
+      world: {},
+    },
+    additionalProperties: true,
+  },
+  EpisodeRecord: {
+    type: "object",
+    description: "The episode row of DESIGN §1 (src/store/types.ts EpisodeRecord).",
+    required: ["episode_id", "run_id", "env", "env_version", "task_id", "seed", "status", "steps", "total_reward", "outcome", "reward_components"],
+    properties: {
+      episode_id: { type: "string" },
+      run_id: { type: "string" },
+      env: { type: "string" },
+      env_version: { type: "string" },
+      task_id: { type: "string" },
+      difficulty: { type: "string" },
+      seed: { type: "integer" },
+      group_id: { type: "string" },
+      group_index: { type: "integer" },
+      policy: { type: "string" },
+      policy_checkpoint: { type: ["string", "null"] },
+      status: { enum: ["ok", "error"] },
+      error: { oneOf: [{ type: "object" }, { type: "null" }] },
+      steps: { type: "integer" },
+      tokens: { type: "integer" },
+      total_reward: { type: "number" },
+      outcome: { type: ["number", "null"] },
+      reward_components: { type: "object", additionalProperties: { type: "number" } },
+      verdict: {},
+      end_reason: { type: ["string", "null"] },
+      terminated: { type: "boolean" },
+      truncated: { type: "boolean" },
+      cost: { type: "number" },
+      tool_calls: { type: "object", additionalProperties: { type: "integer" } },
+      advantages: {},
+      started_at: { type: "string" },
+      finished_at: { type: "string" },
+      duration_ms: { type: "number" },
+    },
+  },
+  StepRecord: {
+    type: "object",
+    description: "One trajectory step record (DESIGN §1).",
+    required: ["episode_id", "task_id", "env_version", "policy_checkpoint", "step", "observation", "action", "tool_result", "reward_components", "terminated", "truncated"],
+    properties: {
+      episode_id: { type: "string" },
+      task_id: { type: "string" },
+      env_version: { type: "string" },
+      policy_checkpoint: { type: ["string", "null"] },
+      step: { type: "integer" },
+      observation: ref("Observation"),
+      action: { type: "object" },
+      tool_result: { oneOf: [ref("ToolResult"), { type: "null" }] },
+      reward_components: { type: "object", additionalProperties: { type: "number" } },
+      terminated: { type: "boolean" },
+      truncated: { type: "boolean" },
+      reward: { type: "number" },
+      info: { type: "object" },
+    },
+  },
+  ReplayReport: {
+    type: "object",
+    required: ["episode_id", "task_id", "seed", "recorded_env_version", "env_version", "steps", "matched", "diffs", "recorded", "replayed"],
+    properties: {
+      episode_id: { type: "string" },
+      task_id: { type: "string" },
+      seed: { type: "integer" },
+      recorded_env_version: { type: "string" },
+      env_version: { type: "string" },
+      steps: { type: "integer" },
+      matched: { type: "boolean" },
+      diffs: { type: "array", items: { type: "object", properties: { step: { type: "integer" }, field: { type: "string" }, recorded: {}, replayed: {} } } },
+      recorded: { type: "object" },
+      replayed: { type: "object" },
+    },
+  },
+};
+
+/** Fastify's ":param" and "*" as OpenAPI's "{param}". */
+export function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, "{$1}").replace(/\*$/, "{wildcard}");
+}
+
+/**
+ * The OpenAPI 3.1 document of the routes the app registered. Core routes use the operations above; a
+ * route without one (one added by `extraRoutes`) gets its own `openapi` object, or a generic entry
+ * marked `x-llmix-undocumented`.
+ */
+export function buildOpenApi(routes: readonly RouteInfo[], options: { version: string; auth: boolean }): Json {
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.url);
+    const method = route.method.toLowerCase();
+    const operation = OPERATIONS[`${route.method} ${path}`] ?? route.openapi ?? { summary: `${route.method} ${path}`, "x-llmix-undocumented": true, responses: { default: { description: "See the route's documentation." } } };
+    (paths[path] ??= {})[method] = operation;
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "LLMix environment service",
+      version: options.version,
+      description:
+        "Stateful sessions of agentic RL environments (DESIGN §7). Every error is {error: {code, message, details}} with a stable code; " +
+        "the HTTP status follows from the code. " +
+        (options.auth ? "Send Authorization: Bearer <token>; scopes: env:run, trajectories:read, admin." : "This server runs without --auth (loopback only)."),
+    },
+    components: {
+      schemas: SCHEMAS,
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+    },
+    security: options.auth ? [{ bearer: [] }] : [],
+    paths,
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Running the service: open the store, load auth, build the app, listen, and stop cleanly. Stopping
+ * (SIGTERM, SIGINT or `stop()`) refuses new work, lets in-flight steps finish, stores the recorded
+ * sessions still open, closes every environment and then the store.
+ */
+import { ValidationError } from "../core/errors.js";
+import type { EnvironmentRegistry } from "../core/registry.js";
+import { DEFAULT_STORE_PATH, openStore } from "../store/sqlite-store.js";
+import type { TrajectoryStore } from "../store/types.js";
+import { buildApp, type AppOptions, type LlmixService } from "./app.js";
+import { isLoopback, TokenAuth } from "./auth.js";
+
+/** What `llmix serve` takes. */
+export interface ServeOptions {
+  registry: EnvironmentRegistry;
+  host?: string;
+  /** 0 picks a free port (the real one is in `RunningServer.port`). */
+  port?: number;
+  /** SQLite trajectory store path (default ./llmix-data/llmix.db). */
+  storePath?: string;
+  /** Auth file path; without it only loopback hosts are allowed. */
+  authPath?: string;
+  capacity?: number;
+  idleTtlMs?: number;
+  stepTimeoutMs?: number;
+  bodyLimit?: number;
+  logger?: boolean;
+  extraRoutes?: AppOptions["extraRoutes"];
+}
+
+/** A listening service. */
+export interface RunningServer {
+  service: LlmixService;
+  store: TrajectoryStore;
+  host: string;
+  port: number;
+  /** e.g. http://127.0.0.1:8377 */
+  url: string;
+  authenticated: boolean;
+  /** Stop: the steps of `stop()` above. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Defaults of `llmix serve`. */
+export const SERVE_DEFAULTS = { host: "127.0.0.1", port: 8377, storePath: DEFAULT_STORE_PATH } as const;
+
+/** Open the store and auth, build the app and listen. Without auth a non-loopback host is refused (invalid_config). */
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const host = options.host ?? SERVE_DEFAULTS.host;
+  const port = options.port ?? SERVE_DEFAULTS.port;
+  const auth = options.authPath !== undefined ? TokenAuth.fromFile(options.authPath) : null;
+  if (!auth && !isLoopback(host)) {
+    throw new ValidationError(
+      "invalid_config",
+      `refusing to serve on ${host} without --auth: an unauthenticated service may only bind to loopback (127.0.0.1, ::1, localhost); give --auth FILE to serve on other interfaces`,
+    );
+  }
+  const store = openStore(options.storePath ?? SERVE_DEFAULTS.storePath);
+  let service: LlmixService;
+  try {
+    service = await buildApp({
+      registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
+      bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  try {
+    await service.app.listen({ host, port });
+  } catch (error) {
+    await service.app.close().catch(() => undefined);
+    await store.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
+      throw new ValidationError("invalid_config", `cannot listen on ${host}:${port}: ${code}${code === "EADDRINUSE" ? " (the port is in use; pick another with --port, or --port 0 for a free one)" : ""}`);
+    }
+    throw error;
+  }
+  const address = service.app.server.address();
+  const realPort = typeof address === "object" && address ? address.port : port;
+  const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  let stopping: Promise<void> | undefined;
+  return {
+    service, store, host, port: realPort, url: `http://${urlHost}:${realPort}`, authenticated: auth !== null,
+    stop: () =>
+      (stopping ??= (async () => {
+        // The server stops accepting connections while the manager refuses new work and waits for in-flight steps.
+        const closed = service.app.close();
+        await service.manager.shutdown();
+        // Keep-alive connections that went idle after their last answer would otherwise hold close() open
+        // for the keep-alive timeout; anything still open after a grace period is cut.
+        service.app.server.closeIdleConnections();
+        const grace = setTimeout(() => service.app.server.closeAllConnections(), 5000);
+        grace.unref();
+        try {
+          await closed;
+        } finally {
+          clearTimeout(grace);
+        }
+        await store.close();
+      })()),
+  };
+}
+
+/**
+ * Stop the server on SIGTERM or SIGINT; resolves once it has stopped. A second signal while stopping
+ * exits at once with code 1.
+ */
+export function stopOnSignals(server: RunningServer, log: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        log(`llmix serve: ${signal} again; exiting without waiting`);
+        process.exit(1);
+      }
+      stopping = true;
+      log(`llmix serve: ${signal}; finishing in-flight steps and closing the store`);
+      server.stop().then(
+        () => {
+          process.off("SIGTERM", onSignal);
+          process.off("SIGINT", onSignal);
+          resolve();
+        },
+        reject,
+      );
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}

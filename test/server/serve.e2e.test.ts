@@ -1,0 +1,123 @@
+/**
+ * End-to-end: `llmix serve` as a user runs it (the built dist/cli/bin.js; `npm test` builds it first).
+ * It prints the API and OpenAPI URLs (with the real port for --port 0), serves a recorded episode, and on
+ * SIGTERM finishes, stores the recorded sessions still open, closes the store and exits 0.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import type { CreatedSession, StepResponse } from "../../src/server/sessions.js";
+import { openStore } from "../../src/store/sqlite-store.js";
+import { api, playReference, TASK } from "./service-helpers.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const bin = join(root, "dist/cli/bin.js");
+const dir = mkdtempSync(join(tmpdir(), "llmix-serve-e2e-"));
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Start `llmix serve` and wait for its one start line. */
+function serve(args: string[]): Promise<{ child: ChildProcess; url: string; line: string; stderr: () => string; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, [bin, "serve", ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start line; stdout: ${stdout} stderr: ${stderr}`)), 20_000);
+    child.stdout!.on("data", (c: Buffer) => {
+      stdout += c.toString();
+      const match = /API (http:\/\/[^\s]+)\/v1 .*OpenAPI (http:\/\/[^\s]+)\/openapi\.json/.exec(stdout);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1] as string, line: stdout.split("\n")[0] as string, stderr: () => stderr, exited });
+      }
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before starting: ${stderr}`)));
+  });
+}
+
+describe("llmix serve", () => {
+  it("is built, with the serve command registered and an npm start script", () => {
+    expect(existsSync(bin), "run `npm run build` first (npm test does)").toBe(true);
+    const help = spawnSync(process.execPath, [bin, "serve", "--help"], { encoding: "utf8" });
+    expect(help.stdout, "register it in src/cli/main.ts: registerServeCommand(program)").toContain("--step-timeout");
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    expect(pkg.scripts.start).toBe("node dist/cli/bin.js serve");
+  });
+
+  it("serves on --port 0, and on SIGTERM stores open recorded sessions, closes the store and exits 0", async () => {
+    const store = join(dir, "data", "llmix.db");
+    // billing-dispute whose step sleeps on the message "sleep": a step still running when SIGTERM arrives.
+    const slow = join(dir, "slow.mjs");
+    writeFileSync(
+      slow,
+      `import { builtinRegistry } from ${JSON.stringify(pathToFileURL(join(root, "dist/index.js")).href)};
+const billing = builtinRegistry().get("billing-dispute");
+export default { id: "slow-billing", version: billing.version, description: "slow", create(options) {
+  const env = billing.create(options);
+  const step = env.step.bind(env);
+  env.step = async (action) => { if (action && action.content === "sleep") await new Promise((r) => setTimeout(r, 1000)); return step(action); };
+  return env;
+} };
+`,
+    );
+    const server = await serve(["--port", "0", "--store", store, "--idle-ttl", "600", "--step-timeout", "30", "--capacity", "50", "--body-limit", "65536", "--module", slow]);
+    const { url } = server;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(url).not.toMatch(/:0$/);
+    expect(server.line).toContain(`${url}/openapi.json`);
+    expect((await api(url, "GET", "/openapi.json")).body.openapi).toBe("3.1.0");
+
+    // One recorded episode played to the end (stored when it ends) and one left open (stored at shutdown).
+    const done = (await api<CreatedSession>(url, "POST", "/v1/sessions", { ...TASK, record: true })).body;
+    const run = await playReference(done, async (action) => (await api<StepResponse>(url, "POST", `/v1/sessions/${done.session_id}/step`, { action })).body);
+    expect(run.at(-1)!.reward_components.task).toBe(1);
+    const open = (await api<CreatedSession>(url, "POST", "/v1/sessions", { env: "slow-billing", task_id: "billing-dispute/medium/seed-4", seed: 4, record: true })).body;
+    expect(open.env).toBe("slow-billing");
+    expect((await api(url, "POST", `/v1/sessions/${open.session_id}/step`, { action: { type: "message", content: "Hello, how can I help?" } })).status).toBe(200);
+    expect((await api(url, "POST", "/v1/sessions", "x".repeat(70_000))).status).toBe(413);
+
+    // SIGTERM while a step is in flight: the step finishes and is answered, then the server exits 0.
+    const inFlight = api<StepResponse>(url, "POST", `/v1/sessions/${open.session_id}/step`, { action: { type: "message", content: "sleep" } });
+    await new Promise((r) => setTimeout(r, 300));
+    server.child.kill("SIGTERM");
+    const answered = await inFlight;
+    expect(answered.status).toBe(200);
+    expect(answered.body.observation.rendered.length).toBeGreaterThan(0);
+    expect(await server.exited).toBe(0);
+    expect(server.stderr()).toContain("unauthenticated");
+    expect(server.stderr()).toContain("SIGTERM");
+
+    const db = openStore(store);
+    try {
+      const finished = await db.getEpisode(done.session_id);
+      expect(finished).toMatchObject({ outcome: 1, status: "ok", steps: run.length, env: "billing-dispute" });
+      const interrupted = await db.getEpisode(open.session_id);
+      expect(interrupted).toMatchObject({ env: "slow-billing", steps: 2, task_id: "billing-dispute/medium/seed-4", outcome: null });
+      expect(await db.getSteps(open.session_id)).toHaveLength(2);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("refuses --host 0.0.0.0 without --auth (exit 2, invalid_config) and a malformed --auth file", () => {
+    const open = spawnSync(process.execPath, [bin, "serve", "--host", "0.0.0.0", "--port", "0", "--store", join(dir, "x.db")], { cwd: dir, encoding: "utf8", timeout: 20_000 });
+    expect(open.status).toBe(2);
+    expect(open.stderr).toMatch(/invalid_config: .*without --auth/);
+    const auth = spawnSync(process.execPath, [bin, "serve", "--port", "0", "--auth", join(dir, "missing.json")], { cwd: dir, encoding: "utf8", timeout: 20_000 });
+    expect(auth.status).toBe(2);
+    expect(auth.stderr).toMatch(/invalid_config: --auth .*missing\.json/);
+    const flag = spawnSync(process.execPath, [bin, "serve", "--idle-ttl", "soon"], { cwd: dir, encoding: "utf8", timeout: 20_000 });
+    expect(flag.status).toBe(2);
+    expect(flag.stderr).toContain("--idle-ttl");
+  });
+});
