@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost, PRNG throughput,
- * environment latency, rollout throughput, trajectory-store insert rate and export rates.
+ * environment latency, rollout throughput, trajectory-store insert rate, export rates, and the service
+ * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions).
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
  * written to bench/results.json and bench/RESULTS.md.
  */
@@ -16,6 +17,7 @@ import { formatNs, measure, type Measurement } from "./harness.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
 import { rolloutRates, type RolloutRate } from "./rollout.js";
+import { serviceRates, sessionMemory, type SessionMemory, type TransportRate } from "./service.js";
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
 import { builtinRegistry } from "../src/envs/index.js";
@@ -200,13 +202,22 @@ await prng();
 await environmentLatency();
 const { rollouts, twoProcesses, store, exports } = await pipeline();
 
+// ---- the service ----------------------------------------------------------------------------------
+console.log("\nService: step round trips (baseline: a bare node:http JSON echo server, same client, same run)");
+const transports: TransportRate[] = await serviceRates();
+for (const t of transports) {
+  console.log(`  ${t.transport.padEnd(9)} ${t.env.padEnd(16)} c=${String(t.concurrency).padEnd(3)} ${String(t.steps_per_s).padStart(6)} steps/s  p50 ${t.p50_us} µs  p99 ${t.p99_us} µs  x${t.ratio_to_echo}`);
+}
+const memory: SessionMemory = await sessionMemory();
+console.log(`  ${memory.sessions} live ${memory.env} sessions: RSS ${memory.rss_before_mb} -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session), created at ${memory.create_per_s}/s`);
+
 /** Markdown table cells cannot hold a bare "|". */
 function cellText(text: string): string {
   return text.replace(/\|/g, "\\|");
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, session_memory: memory }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -250,6 +261,14 @@ const md = [
   "| format | rows/s | MB/s |",
   "|---|---|---|",
   ...exports.map((e) => `| ${e.format} | ${Math.round(e.rows_per_s)} | ${e.mb_per_s} |`),
+  "",
+  "## Service: step round trips (ratio of steps/s to a bare node:http JSON echo server at the same concurrency)",
+  "",
+  "| transport | env | concurrency | steps/s | p50 | p99 | ratio to echo |",
+  "|---|---|---|---|---|---|---|",
+  ...transports.map((t) => `| ${t.transport} | ${t.env} | ${t.concurrency} | ${t.steps_per_s} | ${t.p50_us} µs | ${t.p99_us} µs | ${t.ratio_to_echo} |`),
+  "",
+  `Memory: ${memory.sessions} live ${memory.env} sessions in one server: RSS ${memory.rss_before_mb} MB -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session; created at ${memory.create_per_s}/s).`,
   "",
 ].join("\n");
 writeFileSync(new URL("./RESULTS.md", import.meta.url), md);
