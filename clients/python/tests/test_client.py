@@ -15,7 +15,7 @@ import unittest
 from typing import Any, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # test_support, however the tests are run
-from test_support import ENV, REFERENCE_TASK, REPO_ROOT, Server
+from test_support import ServerTestCase, ENV, REFERENCE_TASK, REPO_ROOT, Server
 
 from llmix_client import (
     AuthError,
@@ -33,22 +33,7 @@ from llmix_client import (
 )
 
 
-class ServiceTest(unittest.TestCase):
-    server: Server
-    client: Client
-    ref: Dict[str, Any]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.server = Server(with_reference=True)
-        cls.client = Client(cls.server.url, timeout=30)
-        assert cls.server.reference is not None
-        cls.ref = cls.server.reference
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.client.close()
-        cls.server.stop()
+class ServiceTest(ServerTestCase):
 
     # -- discovery --
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # test_support, however the tests are run
-from test_support import ENV, REFERENCE_TASK, Server
+from test_support import ServerTestCase, ENV, REFERENCE_TASK, Server
 
 from llmix_client import Client, LifecycleError
 from llmix_client.gym import TEXT_CHARSET, LlmixEnv, make_gym_env
@@ -45,22 +45,7 @@ def stub_gymnasium() -> Dict[str, types.ModuleType]:
     return {"gymnasium": gymnasium, "gymnasium.spaces": spaces}
 
 
-class GymTest(unittest.TestCase):
-    server: Server
-    client: Client
-    ref: Dict[str, Any]
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.server = Server(with_reference=True)
-        cls.client = Client(cls.server.url, timeout=30)
-        assert cls.server.reference is not None
-        cls.ref = cls.server.reference
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.client.close()
-        cls.server.stop()
+class GymTest(ServerTestCase):
 
     def test_core_works_without_gymnasium(self) -> None:
         with mock.patch.dict(sys.modules, {"gymnasium": None}):  # `import gymnasium` raises ImportError

@@ -25,8 +25,11 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
+
+from llmix_client import Client
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent  # clients/python
@@ -158,3 +161,23 @@ class Server:
         if not self._stderr.closed:
             self._stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ServerTestCase(unittest.TestCase):
+    """A test class with a real server holding a stored reference episode, and a client of it."""
+
+    server: Server
+    client: Client
+    ref: Dict[str, Any]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.server = Server(with_reference=True)
+        cls.client = Client(cls.server.url, timeout=30)
+        assert cls.server.reference is not None
+        cls.ref = cls.server.reference
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.client.close()
+        cls.server.stop()

@@ -12,7 +12,7 @@ import unittest
 from typing import Any, Dict, List, Optional, Union
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # test_support, however the tests are run
-from test_support import ENV, REFERENCE_TASK, Server
+from test_support import ServerTestCase, ENV, REFERENCE_TASK, Server
 
 from llmix_client import Client, NotFoundError
 from llmix_client.trl import close_all, environment_factory, python_type, tool_method
@@ -90,24 +90,12 @@ class SchemaTypesTest(unittest.TestCase):
             method(Fake(), from_="me", bogus=1)
 
 
-class TrlFactoryTest(unittest.TestCase):
-    server: Server
-    client: Client
-    ref: Dict[str, Any]
-
+class TrlFactoryTest(ServerTestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        cls.server = Server(with_reference=True)
-        cls.client = Client(cls.server.url, timeout=30)
-        assert cls.server.reference is not None
-        cls.ref = cls.server.reference
+        super().setUpClass()
         cls.Env = environment_factory(cls.client, ENV, task_ids=[REFERENCE_TASK], seed=4)
         cls.spec = cls.client.env(ENV)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.client.close()
-        cls.server.stop()
 
     def row(self, **extra: Any) -> Dict[str, Any]:
         """A trl-grpo export row (the columns GRPOTrainer passes to reset)."""
