@@ -29,16 +29,23 @@ export interface PolicyRun {
 export async function runPolicy(
   env: AgentEnvironment<unknown, Observation, Action>,
   policy: Policy,
-  options: { maxSteps: number; initial?: Observation; onStep?: (t: Transition) => void },
+  options: {
+    maxSteps: number;
+    initial?: Observation;
+    onStep?: (t: Transition) => void;
+    /** Checked before each action and before each step: true stops the loop (an abandoned episode). */
+    shouldStop?: () => boolean;
+  },
 ): Promise<PolicyRun> {
   const transitions: Transition[] = [];
   const history: Array<{ action: Action; result: StepResult }> = [];
   let observation: Observation = options.initial ?? { rendered: "", tokens: 0 };
   let totalReward = 0;
   const tools = env.tools();
-  for (let step = 1; step <= options.maxSteps; step++) {
+  for (let step = 1; step <= options.maxSteps && !options.shouldStop?.(); step++) {
     const turn: PolicyTurn = { step, observation, tools, history };
     const decision = toDecision(await policy.act(turn));
+    if (options.shouldStop?.()) break;
     // A malformed action is passed on as it is: the environment answers it, the history keeps it.
     const action = decision.action as Action;
     const result = await env.step(action);

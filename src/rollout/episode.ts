@@ -3,11 +3,11 @@
  * (its row and its step records). Failures of the policy or the environment never escape: they become
  * an episode with status "error" and the steps taken so far, so one bad episode never stops a run.
  */
-import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "../core/contract.js";
+import type { ToolResult, TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError, toLlmixError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
-import { toDecision, type PolicyTurn } from "../core/policy.js";
 import type { AnyEnvironment } from "../core/registry.js";
+import { runPolicy } from "../core/run-policy.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { parseTaskId } from "../tasks/task-id.js";
 import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
@@ -66,33 +66,27 @@ export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: P
 }
 
 async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, steps: TrajectoryStepRecord[], state: { aborted: boolean }): Promise<void> {
-  let observation: Observation = await env.reset(job.task_id, job.seed);
+  const initial = await env.reset(job.task_id, job.seed);
   const policy = source.create({ env, taskId: job.task_id, seed: job.seed, groupIndex: job.group_index, replayActions: job.replay_actions });
-  const tools = env.tools();
-  const history: Array<{ action: Action; result: StepResult }> = [];
-  for (let step = 1; step <= env.maxSteps && !state.aborted; step++) {
-    const turn: PolicyTurn = { step, observation, tools, history };
-    const decision = toDecision(await policy.act(turn));
-    if (state.aborted) return;
-    const result = await env.step(decision.action as Action);
-    if (state.aborted) return;
-    steps.push(
-      toStepRecord({
-        episodeId: job.episode_id,
-        taskId: job.task_id,
-        envVersion: env.info.version,
-        policyCheckpoint: job.policy_checkpoint,
-        step,
-        observation,
-        action: decision.action,
-        result,
-        policy: decision.policy,
-      }),
-    );
-    history.push({ action: decision.action as Action, result });
-    observation = result.observation;
-    if (result.terminated || result.truncated) return;
-  }
+  await runPolicy(env, policy, {
+    maxSteps: env.maxSteps,
+    initial,
+    shouldStop: () => state.aborted,
+    onStep: (t) =>
+      steps.push(
+        toStepRecord({
+          episodeId: job.episode_id,
+          taskId: job.task_id,
+          envVersion: env.info.version,
+          policyCheckpoint: job.policy_checkpoint,
+          step: steps.length + 1,
+          observation: t.observation,
+          action: t.action,
+          result: t.result,
+          policy: t.policy,
+        }),
+      ),
+  });
 }
 
 /** The episode row of a job's step records. */

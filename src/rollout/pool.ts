@@ -10,7 +10,7 @@ import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import type { StoredEpisode } from "../store/types.js";
 import { episodeRecord, runEpisode, type EpisodeJob } from "./episode.js";
 import type { RolloutConfig } from "./plan.js";
-import { parsePolicySpec, type PolicySource, type PolicySpecOptions } from "./policies/index.js";
+import type { PolicySource, PolicySpecOptions } from "./policies/index.js";
 
 /** What a job runner needs. */
 export interface JobRunnerOptions {
@@ -18,6 +18,8 @@ export interface JobRunnerOptions {
   concurrency: number;
   workers: number;
   registry: EnvironmentRegistry;
+  /** The parsed policy (main-thread slots use it; worker threads parse `config.policy` themselves). */
+  source: PolicySource;
   policyOptions?: PolicySpecOptions["openai"];
   onResult: (result: StoredEpisode) => void;
 }
@@ -71,7 +73,7 @@ export const runJobsInProcess: JobRunner = async (jobs, options) => {
     config: options.config,
     concurrency: options.concurrency,
     create: () => entry.create(options.config.env_options),
-    source: parsePolicySpec(options.config.policy, { openai: options.policyOptions }),
+    source: options.source,
     onResult: options.onResult,
   });
 };

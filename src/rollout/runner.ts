@@ -8,9 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
-import type { ToolSpec } from "../core/contract.js";
-import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
-import type { Advantages, EpisodeRecord, RunRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
+import type { AnyEnvironment, EnvironmentEntry, EnvironmentRegistry } from "../core/registry.js";
+import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type StoredEpisode, type TrajectoryStore } from "../store/types.js";
 import { groupAdvantages } from "./advantages.js";
 import type { EpisodeJob } from "./episode.js";
 import { runMetrics, type SliceMetrics } from "./metrics.js";
@@ -76,12 +75,19 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     throw new ValidationError("invalid_argument", `workers must be an integer in [1, 64], got ${workers}`);
   }
   const { store, registry } = options;
-  const { run, config } = await openRun(options);
+  const { runId, config, resumed } = await resolveRun(options);
   const entry = registry.get(config.env);
+  // Parsed before anything is stored, so a bad spec leaves no run behind.
   const source = parsePolicySpec(config.policy, { openai: options.policyOptions });
   const planner = entry.create(config.env_options);
-  const jobs = planJobs(run.run_id, config, planner);
-  await planner.close();
+  let jobs: EpisodeJob[];
+  let run: RunRecord;
+  try {
+    jobs = planJobs(runId, config, planner);
+    run = resumed ?? (await createRun(store, entry, runId, config, planner, jobs[0] as EpisodeJob));
+  } finally {
+    await planner.close();
+  }
 
   const stored = new Map<string, EpisodeRecord>();
   for (const e of await store.episodes({ run_id: run.run_id })) stored.set(e.episode_id, e);
@@ -117,7 +123,7 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
   const runner: JobRunner = workers <= 1 ? runJobsInProcess : runJobsOnWorkers;
   try {
-    if (todo.length > 0) await runner(todo, { config, concurrency, workers, registry, policyOptions: options.policyOptions, onResult });
+    if (todo.length > 0) await runner(todo, { config, concurrency, workers, registry, source, policyOptions: options.policyOptions, onResult });
   } finally {
     // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
     await writer.flush();
@@ -139,51 +145,41 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   };
 }
 
-async function openRun(options: RolloutOptions): Promise<{ run: RunRecord; config: RolloutConfig }> {
-  const { store, registry } = options;
+/** The run id and config: a stored run's to resume (validated again), or a new run's. */
+async function resolveRun(options: RolloutOptions): Promise<{ runId: string; config: RolloutConfig; resumed?: RunRecord }> {
   if (options.resume) {
-    const run = await store.getRun(options.resume);
+    const run = await options.store.getRun(options.resume);
     if (!run) throw new NotFoundError("unknown_run", `no run "${options.resume}" in the store`);
-    const config = validateConfig(run.config as unknown as RolloutConfig);
-    registry.get(config.env);
-    return { run, config };
+    return { runId: run.run_id, config: validateConfig(run.config as unknown as RolloutConfig), resumed: run };
   }
   if (!options.config) throw new ValidationError("invalid_argument", "a rollout needs a config or a run to resume");
-  const config = validateConfig(options.config);
-  const entry = registry.get(config.env);
-  // Parsing the policy first makes a bad spec fail before anything is stored.
-  parsePolicySpec(config.policy, { openai: options.policyOptions });
-  const planner = entry.create(config.env_options);
+  return { runId: options.runId ?? newRunId(), config: validateConfig(options.config) };
+}
+
+/** Store a new run. Its tool set is read from the planner reset to the first planned task (tools are per episode). */
+async function createRun(store: TrajectoryStore, entry: EnvironmentEntry, runId: string, config: RolloutConfig, planner: AnyEnvironment, first: EpisodeJob): Promise<RunRecord> {
+  await planner.reset(first.task_id, first.seed);
   const run: RunRecord = {
-    run_id: options.runId ?? newRunId(),
+    run_id: runId,
     env: entry.id,
     env_version: entry.version,
     policy: config.policy,
     policy_checkpoint: config.policy_checkpoint,
     config: config as unknown as JsonValue,
-    tools: await toolsOf(planner, config),
+    tools: planner.tools(),
     status: "running",
     planned_episodes: Math.ceil(config.n / config.group) * config.group,
     created_at: new Date().toISOString(),
     finished_at: null,
   };
-  await planner.close();
   await store.createRun(run);
-  return { run, config };
-}
-
-/** The environment's full tool set (tools are per episode: reset one planned task to read them). */
-async function toolsOf(env: AnyEnvironment, config: RolloutConfig): Promise<ToolSpec[]> {
-  const [first] = planJobs("tools", { ...config, n: 1, group: 1 }, env);
-  await env.reset((first as EpisodeJob).task_id, (first as EpisodeJob).seed);
-  return env.tools();
+  return run;
 }
 
 async function attachReplayActions(store: TrajectoryStore, runId: string, jobs: EpisodeJob[]): Promise<void> {
   if (!(await store.getRun(runId))) throw new NotFoundError("unknown_run", `replay: no run "${runId}" in the store`);
   for (const job of jobs) {
-    const source = `${runId}/${job.task_id}/g${job.group_index}`;
-    const steps = await store.getSteps(source);
+    const steps = await store.getSteps(episodeIdOf(runId, job.task_id, job.group_index));
     if (steps.length > 0) job.replay_actions = steps.map(sentAction);
   }
 }

@@ -121,7 +121,6 @@ export class SqlDatabase implements Sandbox {
   /** A plain connection (no overrides) that evaluates SQLite's built-in date functions for the overrides. */
   private dateHelper: Handle | null = null;
   private readonly dateStatements = new Map<string, Statement>();
-  private readonly shrinkStatements = new WeakMap<Handle, Statement>();
   /** Prepared owner statements of the current handle: tools run the same few queries every step. */
   private readonly statements = new Map<string, Statement>();
 
@@ -182,14 +181,7 @@ export class SqlDatabase implements Sandbox {
     }
     // A setup script leaves every page it wrote in the page cache, a second copy of the in-memory
     // database: released here, it is ~25 KB less per idle episode (10,000 live sessions in a service).
-    this.shrinkStatement(db).run();
-  }
-
-  /** `PRAGMA shrink_memory`, prepared once per handle. */
-  private shrinkStatement(db: Handle): Statement {
-    let stmt = this.shrinkStatements.get(db);
-    if (!stmt) this.shrinkStatements.set(db, (stmt = db.prepare("PRAGMA shrink_memory") as Statement));
-    return stmt;
+    this.prepare("PRAGMA shrink_memory").run();
   }
 
   /** Run one statement that returns no rows; honours the access mode. */
