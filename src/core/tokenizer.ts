@@ -67,23 +67,6 @@ export function splitAtLineStarts(text: string): string[] {
   return pieces;
 }
 
-/**
- * A tokenizer whose counts are cached per line (see `splitAtLineStarts`), for o200k_base or
- * cl100k_base only. Lines repeat far more than whole observations do: a policy document shown at
- * every reset, table headers, the rows a rollout reads again.
- */
-export function lineCachedTokenizer(base: Tokenizer, capacity = 16_384): Tokenizer {
-  const lines = cachedTokenizer(base, capacity);
-  return {
-    name: base.name,
-    count(text) {
-      let total = 0;
-      for (const piece of splitAtLineStarts(text)) total += lines.count(piece);
-      return total;
-    },
-  };
-}
-
 // ----- o200k_base pre-tokenization of ASCII text, by hand -------------------------------------------
 
 // Character classes of ASCII for the o200k split regex: letters, digits, the line breaks \r \n, the

@@ -39,6 +39,7 @@ __all__ = [
     "ClientTimeoutError",
     "error_from_response",
     "DEFAULT_URL",
+    "TaskPool",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8377"
@@ -579,3 +580,29 @@ def _create_body(env: str, task_id: str, seed: int, record: bool, policy_checkpo
     if policy_checkpoint is not None:
         body["policy_checkpoint"] = policy_checkpoint
     return body
+
+
+class TaskPool:
+    """The task ids an adapter draws episodes from: the given ones, or ``size`` ids sampled once from the
+    service (lazily, on first use; thread-safe). Shared by the Gymnasium and TRL adapters."""
+
+    def __init__(self, client: Client, env_id: str, task_ids: Optional[List[str]] = None, difficulty: Optional[str] = None,
+                 split: Optional[str] = None, seed: int = 0, size: int = 64):
+        self._client = client
+        self._env_id = env_id
+        self._ids = list(task_ids) if task_ids is not None else None
+        self._difficulty = difficulty
+        self._split = split
+        self._seed = seed
+        self._size = size
+        self._lock = threading.Lock()
+
+    def ids(self) -> List[str]:
+        """The task ids; ValueError when the service sampled none."""
+        with self._lock:
+            if self._ids is None:
+                self._ids = self._client.tasks(self._env_id, difficulty=self._difficulty, split=self._split, n=self._size, seed=self._seed)
+            if not self._ids:
+                raise ValueError(f"no task ids to sample for {self._env_id}")
+            return self._ids
+

@@ -27,10 +27,9 @@ from __future__ import annotations
 import importlib
 import json
 import random
-import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .client import Client, LifecycleError, NotFoundError, Session
+from .client import Client, LifecycleError, NotFoundError, Session, TaskPool
 
 __all__ = ["LlmixEnv", "make_gym_env", "gym_env_class", "TEXT_CHARSET", "MAX_TEXT_LENGTH"]
 
@@ -82,10 +81,8 @@ class LlmixEnv:
         self.policy_checkpoint = policy_checkpoint
         self.task_pool_size = int(task_pool_size)
         self.render_mode = render_mode
-        self._task_ids: Optional[List[str]] = list(task_ids) if task_ids is not None else None
-        self._pool_seed = int(seed)
+        self._tasks = TaskPool(client, env_id, list(task_ids) if task_ids is not None else None, difficulty, split, int(seed), self.task_pool_size)
         self._rng = random.Random(seed)
-        self._lock = threading.Lock()
         self.session: Optional[Session] = None
         self.text = ""
         self.done = False
@@ -150,13 +147,7 @@ class LlmixEnv:
     # -- internals --
 
     def _pool(self) -> List[str]:
-        with self._lock:
-            if self._task_ids is None:
-                self._task_ids = self.client.tasks(self.env_id, difficulty=self.difficulty, split=self.split,
-                                                   n=self.task_pool_size, seed=self._pool_seed)
-                if not self._task_ids:
-                    raise ValueError(f"the service sampled no task ids for {self.env_id}")
-            return self._task_ids
+        return self._tasks.ids()
 
     def _close_session(self) -> Optional[Dict[str, Any]]:
         session, self.session = self.session, None

@@ -50,7 +50,7 @@ import re
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .client import Client, LlmixError, NotFoundError, Session, StepResult
+from .client import Client, LlmixError, NotFoundError, Session, StepResult, TaskPool
 
 __all__ = ["environment_factory", "python_type", "tool_method", "close_all", "RESERVED_NAMES"]
 
@@ -339,24 +339,14 @@ class _TaskSampler:
 
     def __init__(self, client: Client, env_id: str, task_ids: Optional[Sequence[str]], difficulty: Optional[str],
                  split: Optional[str], seed: int, pool_size: int):
-        self._client = client
-        self._env_id = env_id
-        self._task_ids = list(task_ids) if task_ids is not None else None
-        self._difficulty = difficulty
-        self._split = split
-        self._seed = seed
-        self._pool_size = pool_size
+        self._tasks = TaskPool(client, env_id, list(task_ids) if task_ids is not None else None, difficulty, split, seed, pool_size)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
 
     def draw(self) -> Tuple[str, int]:
+        task_ids = self._tasks.ids()
         with self._lock:
-            if self._task_ids is None:
-                self._task_ids = self._client.tasks(self._env_id, difficulty=self._difficulty, split=self._split,
-                                                    n=self._pool_size, seed=self._seed)
-            if not self._task_ids:
-                raise ValueError(f"no task ids to sample for {self._env_id}")
-            return self._rng.choice(self._task_ids), self._rng.randrange(2**32)
+            return self._rng.choice(task_ids), self._rng.randrange(2**32)
 
 
 def environment_factory(client: Client, env_id: str, task_ids: Optional[Sequence[str]] = None,
