@@ -12,6 +12,7 @@ import { runChecks, type CheckReport } from "../qa/checks.js";
 import { formatCheckReport } from "../qa/report.js";
 import { renderTable } from "../qa/table.js";
 import { play } from "./play.js";
+import { summarize } from "../core/registry.js";
 import { integer, loadRegistry, moduleOption, print, progressBar, registryWith } from "./options.js";
 import { registerMcpCommand } from "./mcp-command.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
@@ -44,12 +45,7 @@ export function buildProgram(): Command {
     .option("--json", "print JSON")
     .action(async (opts: { module?: string[]; json?: boolean }) => {
       const registry = await registryWith(opts.module);
-      const rows = registry.list().map((entry) => {
-        const env = entry.create();
-        const row = { id: entry.id, version: entry.version, difficulties: env.tasks.difficulties, max_steps: env.maxSteps, description: entry.description };
-        void env.close();
-        return row;
-      });
+      const rows = registry.list().map(summarize);
       if (opts.json) return print(JSON.stringify(rows, null, 2));
       if (rows.length === 0) return print("No environments registered. Load one with --module PATH.");
       print(renderTable(["id", "version", "difficulties", "max steps", "description"], rows.map((r) => [r.id, r.version, r.difficulties.join(","), String(r.max_steps), r.description])));

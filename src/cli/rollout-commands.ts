@@ -220,10 +220,11 @@ export function registerRolloutCommands(program: Command): void {
           },
         });
         progress?.stop();
-        const groups = groupsOf(await store.episodes({ run_id: result.run.run_id }));
+        const groups = groupsOf(result.records);
         if (flags.json) {
           const { tools: _tools, ...run } = result.run;
-          print(JSON.stringify({ ...result, run, groups }, null, 2));
+          const { records: _records, ...summary } = result;
+          print(JSON.stringify({ ...summary, run, groups }, null, 2));
         } else print(formatRollout(result, groups));
         if (result.errors > 0) process.stderr.write(`llmix: ${result.errors} episode(s) ended with an infrastructure error; see llmix episodes --run ${result.run.run_id} --status error\n`);
       });

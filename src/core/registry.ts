@@ -17,6 +17,23 @@ export interface EnvironmentEntry {
   create(options?: EnvironmentOptions): AnyEnvironment;
 }
 
+/** An environment described without an episode (what `llmix envs` and `GET /v1/envs` list). */
+export interface EnvironmentSummary {
+  id: string;
+  version: string;
+  description: string;
+  difficulties: string[];
+  max_steps: number;
+}
+
+/** Describe an environment: builds a throwaway instance for its task difficulties and step budget. */
+export function summarize(entry: EnvironmentEntry): EnvironmentSummary {
+  const env = entry.create();
+  const summary = { id: entry.id, version: entry.version, description: entry.description, difficulties: [...env.tasks.difficulties], max_steps: env.maxSteps };
+  void env.close();
+  return summary;
+}
+
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 const ENV_ID = /^[a-z0-9][a-z0-9_-]*$/;
 

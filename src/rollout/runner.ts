@@ -56,6 +56,8 @@ export interface RolloutResult {
   episodes_per_s: number;
   steps_per_s: number;
   metrics: SliceMetrics[];
+  /** Every episode of the run in the store at the end (what the metrics were computed from). */
+  records: EpisodeRecord[];
 }
 
 /** A new run id: sortable by time, unique by a random suffix. */
@@ -142,6 +144,7 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     episodes_per_s: ran / Math.max(seconds, 1e-9),
     steps_per_s: steps / Math.max(seconds, 1e-9),
     metrics: runMetrics(all, config.group),
+    records: all,
   };
 }
 

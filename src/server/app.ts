@@ -16,7 +16,7 @@ import type { z } from "zod";
 import { LlmixError, NotFoundError, ServiceError, ValidationError } from "../core/errors.js";
 import type { ComponentBounds } from "../core/environment.js";
 import type { JsonValue } from "../core/json.js";
-import type { EnvironmentRegistry } from "../core/registry.js";
+import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
 import type { ToolSpec } from "../core/contract.js";
 import { formatIssues } from "../core/validation.js";
 import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
@@ -74,13 +74,7 @@ export interface LlmixService extends ServiceContext {
 }
 
 /** One environment as GET /v1/envs lists it. */
-export interface EnvSummary {
-  id: string;
-  version: string;
-  description: string;
-  difficulties: string[];
-  max_steps: number;
-}
+export type EnvSummary = EnvironmentSummary;
 
 /** One environment as GET /v1/envs/:env describes it. */
 export interface EnvDetail extends EnvSummary {
@@ -256,10 +250,7 @@ export class ServiceOperations {
   private summary(id: string): EnvSummary {
     const cached = this.summaries.get(id);
     if (cached) return cached;
-    const entry = this.registry.get(id);
-    const env = entry.create();
-    const summary = { id: entry.id, version: entry.version, description: entry.description, difficulties: [...env.tasks.difficulties], max_steps: env.maxSteps };
-    void env.close();
+    const summary = summarize(this.registry.get(id));
     this.summaries.set(id, summary);
     return summary;
   }
