@@ -7,6 +7,7 @@ import type { Action, Observation, StepResult } from "../src/core/contract.js";
 import { toDecision } from "../src/core/policy.js";
 import type { EnvironmentEntry } from "../src/core/registry.js";
 import { sampleTaskIds } from "../src/tasks/splits.js";
+import { percentile } from "./harness.js";
 
 export interface LatencyStats {
   p50_us: number;
@@ -30,7 +31,7 @@ export interface EnvLatency {
 
 function stats(samplesNs: number[]): LatencyStats {
   const sorted = [...samplesNs].sort((a, b) => a - b);
-  const at = (q: number) => (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) / 1e3;
+  const at = (q: number) => percentile(sorted, q) / 1e3;
   return { p50_us: Math.round(at(0.5) * 10) / 10, p99_us: Math.round(at(0.99) * 10) / 10, samples: sorted.length };
 }
 

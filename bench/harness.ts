@@ -57,6 +57,16 @@ function round(x: number): number {
   return Math.round(x * 10) / 10;
 }
 
+/** The q-quantile (0..1) of ascending `sorted` values (nearest rank, as p50/p99 are quoted everywhere here). */
+export function percentile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+}
+
+/** The median of unsorted values. */
+export function median(values: readonly number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 0.5);
+}
+
 /** Human-readable duration. */
 export function formatNs(ns: number): string {
   if (ns < 1e3) return `${ns.toFixed(1)} ns`;

@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { median } from "./harness.js";
 
 export interface RolloutRate {
   workers: number;
@@ -78,7 +79,6 @@ async function twoProcesses(episodes: number, seed: number): Promise<number> {
   return rates.reduce((a, b) => a + b, 0);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** Oracle rollouts of billing-dispute at workers 1 and 2 (interleaved repeats, so noise hits both). */
 export async function rolloutRates(options: { episodes?: number; repeats?: number } = {}): Promise<{ rates: RolloutRate[]; two_processes_ratio: number }> {

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
+import { percentile } from "./harness.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -106,7 +107,6 @@ function send(method: string, url: string, body?: unknown): Promise<unknown> {
 
 const post = (url: string, body: unknown) => send("POST", url, body);
 
-const percentile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 
 /**
  * `concurrency` loops, each `steps` times awaiting `one(loopIndex)`; latencies in µs. `before(loop, i)`

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type { TrajectoryStepRecord } from "../src/core/contract.js";
 import { Rng } from "../src/core/rng.js";
+import { median } from "./harness.js";
 import { openStore } from "../src/store/sqlite-store.js";
 import { episodeIdOf, type EpisodeRecord, type StoredEpisode } from "../src/store/types.js";
 
@@ -90,18 +91,18 @@ export async function storeInsertRate(
     const streamS = Number(process.hrtime.bigint() - t) / 1e9;
 
     const stepsPerBatch = perBatch * stepsPer;
-    const median = medianOf(storeMs);
-    const rawMedian = medianOf(rawMs);
+    const storeMedian = median(storeMs);
+    const rawMedian = median(rawMs);
     const stepBytes = bytes / steps;
     return {
-      steps_per_s: Math.round(stepsPerBatch / (median / 1e3)),
-      episodes_per_s: Math.round(perBatch / (median / 1e3)),
-      mb_per_s: round2((stepsPerBatch * stepBytes) / 1e6 / (median / 1e3)),
+      steps_per_s: Math.round(stepsPerBatch / (storeMedian / 1e3)),
+      episodes_per_s: Math.round(perBatch / (storeMedian / 1e3)),
+      mb_per_s: round2((stepsPerBatch * stepBytes) / 1e6 / (storeMedian / 1e3)),
       baseline_steps_per_s: Math.round(stepsPerBatch / (rawMedian / 1e3)),
-      ratio_to_baseline: round2(median / rawMedian),
+      ratio_to_baseline: round2(storeMedian / rawMedian),
       sustained_steps_per_s: Math.round((stepsPerBatch * batches) / (storeMs.reduce((a, x) => a + x, 0) / 1e3)),
       stream_steps_per_s: Math.round(streamed / streamS),
-      median_batch_ms: round2(median),
+      median_batch_ms: round2(storeMedian),
       min_batch_ms: round2(Math.min(...storeMs)),
       max_batch_ms: round2(Math.max(...storeMs)),
       batches,
@@ -180,11 +181,6 @@ function makeEpisode(rng: Rng, batch: number, index: number, stepsPer: number): 
     duration_ms: 4000,
   };
   return { episode, steps };
-}
-
-function medianOf(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 function round2(x: number): number {
