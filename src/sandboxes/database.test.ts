@@ -106,6 +106,20 @@ describe("SqlDatabase owner API", () => {
     expect(codeOf(() => db.exec("CREATE TABLE users (x)"))).toBe("sql_error");
     expect(codeOf(() => db.run("SELECT ?", [{ not: "bindable" }]))).toBe("sql_error");
   });
+
+  it("precompiles owner statements without running them or changing the bytes", () => {
+    const db = seeded();
+    const before = db.serialize();
+    db.setAccess("read");
+    // A write statement compiles under read access: only running it is refused.
+    db.precompile(["SELECT name FROM users WHERE id = ?", "INSERT INTO users (id, name) VALUES (?, ?)"]);
+    expect(db.serialize().equals(before)).toBe(true);
+    expect(db.get("SELECT name FROM users WHERE id = ?", [1])).toEqual({ name: "Ada" });
+    expect(codeOf(() => db.run("INSERT INTO users (id, name) VALUES (?, ?)", [9, "x"]))).toBe("read_only");
+    const bad = errorOf(() => db.precompile(["SELECT 1", "SELECT * FROM nowhere"]));
+    expect(bad.code).toBe("sql_error");
+    expect(bad.message).toContain("no such table: nowhere");
+  });
 });
 
 describe("read-only access", () => {

@@ -184,6 +184,15 @@ export class SqlDatabase implements Sandbox {
     this.prepare("PRAGMA shrink_memory").run();
   }
 
+  /**
+   * Compile owner statements now instead of at their first use (they join the statement cache). An
+   * environment passes the queries its tools run, so a tool's first call in an episode does not pay for
+   * compiling on the episode's new connection. A statement that does not compile fails here (sql_error).
+   */
+  precompile(statements: Iterable<string>): void {
+    for (const sql of statements) this.prepare(sql);
+  }
+
   /** Run one statement that returns no rows; honours the access mode. */
   run(sql: string, params?: SqlParams): SqlRunResult {
     const stmt = this.prepare(sql);

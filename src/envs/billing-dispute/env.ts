@@ -13,6 +13,7 @@ import { SqlDatabase } from "../../sandboxes/database.js";
 import type { ToolOverrides } from "../../tools/profile.js";
 import { initialCustomerState, longDate, REFUSAL, ScriptedCustomer, type CustomerEnd, type CustomerModel } from "./customer.js";
 import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from "./policy.js";
+import { QUERIES } from "./queries.js";
 import { billingTasks, ENV_ID, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS, violate } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
@@ -160,7 +161,7 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
   /** Whether a verify_identity attempt on the caller's account failed in this conversation. */
   private failedVerification(world: World): boolean {
     const task = this.episode.task;
-    return world.db.get("SELECT 1 AS ok FROM verification_log WHERE customer_id = ? AND success = 0 LIMIT 1", [task.customerId]) !== undefined;
+    return world.db.get(QUERIES.failedVerification, [task.customerId]) !== undefined;
   }
 
   protected evaluate(episode: Episode<Task, World>): Promise<VerifierResult> {

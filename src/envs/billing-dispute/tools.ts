@@ -10,6 +10,7 @@ import type { JsonValue } from "../../core/json.js";
 import { toolsFor } from "../../tools/define.js";
 import { formatUsd, refundTimeline, RULES } from "./policy.js";
 import type { Task } from "./tasks.js";
+import { QUERIES } from "./queries.js";
 import { capOf, iso, type ActionRecord, type World } from "./world.js";
 
 const defineTool = toolsFor<World, Task>();
@@ -40,7 +41,7 @@ const customerId = z.string().min(1).max(64).describe("Customer id, e.g. cus_123
 const amountCents = z.number().int().min(1).max(10_000_000).describe("Amount in cents, e.g. 2398 for $23.98");
 
 function requireCustomer(world: World, id: string): { id: string; name: string } {
-  const row = world.db.get<{ id: string; name: string }>("SELECT id, name FROM customers WHERE id = ?", [id]);
+  const row = world.db.get<{ id: string; name: string }>(QUERIES.customerById, [id]);
   if (!row) throw new ToolError(`no customer with id "${id}"; use lookup_customer to find the id`);
   return row;
 }
@@ -55,10 +56,7 @@ interface ChargeInfo {
 
 function requireCharge(world: World, customer: string, chargeId: string): ChargeInfo {
   const row = world.db.get<ChargeInfo>(
-    `SELECT c.id, c.customer_id, c.amount_cents, c.status,
-       (SELECT COALESCE(SUM(amount_cents), 0) FROM refunds r WHERE r.charge_id = c.id) +
-       (SELECT COALESCE(SUM(amount_cents), 0) FROM credits k WHERE k.charge_id = c.id) AS returned_cents
-     FROM charges c WHERE c.id = ?`,
+    QUERIES.chargeWithReturned,
     [chargeId],
   );
   if (!row) throw new ToolError(`no charge with id "${chargeId}"; use list_charges to see this customer's charges`);
@@ -86,7 +84,7 @@ function policyChecks(world: World, task: Task, change: { tool: "issue_refund" |
 }
 
 function resolveDispute(world: World, customer: string, charge: string | null, status: "resolved" | "escalated", resolution: string): void {
-  world.db.run("UPDATE disputes SET status = ?, charge_id = COALESCE(?, charge_id), resolution = ? WHERE customer_id = ? AND status = 'open'", [status, charge, resolution, customer]);
+  world.db.run(QUERIES.resolveDispute, [status, charge, resolution, customer]);
 }
 
 function record(world: World, action: ActionRecord): void {
@@ -109,7 +107,7 @@ export const getAgentProfile = defineTool({
   effect: "read",
   latency: { kind: "fixed", ms: 15 },
   handler: (_args, { world }) => {
-    const a = world.db.get<{ id: string; name: string; tier: number; cap_cents: number }>("SELECT id, name, tier, cap_cents FROM agents");
+    const a = world.db.get<{ id: string; name: string; tier: number; cap_cents: number }>(QUERIES.agentProfile);
     if (!a) throw new ToolError("agent profile missing");
     return { ...a, cap: formatUsd(a.cap_cents) };
   },
@@ -125,8 +123,7 @@ export const lookupCustomer = defineTool({
   handler: ({ query }, { world }): JsonValue => {
     const q = query.trim();
     const rows = world.db.all<{ id: string; name: string; email: string; phone: string; card_brand: string; created_at: string }>(
-      `SELECT id, name, email, phone, card_brand, created_at FROM customers
-       WHERE lower(email) = lower(?) OR id = ? OR phone = ? OR lower(name) LIKE '%' || lower(?) || '%' ORDER BY name, id LIMIT 5`,
+      QUERIES.lookupCustomer,
       [q, q, q, q],
     );
     if (rows.length === 0) return { matches: [], note: `no customer matches "${q}"` };
@@ -166,14 +163,14 @@ export const verifyIdentity = defineTool({
       throw new ToolError(`verification locked: ${RULES.verification.maxAttempts} attempts used for ${args.customer_id} in this conversation`);
     }
     s.verificationAttempts[args.customer_id] = used + 1;
-    const row = world.db.get<{ email: string; card_last4: string; postal_code: string }>("SELECT email, card_last4, postal_code FROM customers WHERE id = ?", [args.customer_id]);
+    const row = world.db.get<{ email: string; card_last4: string; postal_code: string }>(QUERIES.customerFactors, [args.customer_id]);
     const norm = (v: string) => v.trim().toLowerCase();
     const ok =
       !!row &&
       norm(args.email) === norm(row.email) &&
       (args.card_last4 === null || args.card_last4 === row.card_last4) &&
       (args.postal_code === null || norm(args.postal_code) === norm(row.postal_code));
-    world.db.run("INSERT INTO verification_log (customer_id, success, created_at) VALUES (?, ?, ?)", [args.customer_id, ok ? 1 : 0, iso(clock.now())]);
+    world.db.run(QUERIES.logVerification, [args.customer_id, ok ? 1 : 0, iso(clock.now())]);
     const left = RULES.verification.maxAttempts - used - 1;
     if (!ok) return { verified: false, attempts_left: left, message: "the details do not match the account" };
     // The details must come from the customer, not from the account.
@@ -200,8 +197,7 @@ export const getSubscriptions = defineTool({
   handler: ({ customer_id }, { world }) => {
     requireCustomer(world, customer_id);
     return world.db.all(
-      `SELECT s.id, s.status, p.name AS plan, p.interval, p.price_cents, s.started_at, s.plan_changed_at, s.renews_at
-       FROM subscriptions s JOIN plans p ON p.id = s.plan_id WHERE s.customer_id = ? ORDER BY s.started_at`,
+      QUERIES.subscriptions,
       [customer_id],
     ) as unknown as JsonValue;
   },
@@ -216,7 +212,7 @@ export const listInvoices = defineTool({
   cost: 0.0005,
   handler: ({ customer_id }, { world }) => {
     requireCustomer(world, customer_id);
-    return world.db.all("SELECT id, period_start, period_end, total_cents, status, issued_at FROM invoices WHERE customer_id = ? ORDER BY issued_at", [customer_id]) as unknown as JsonValue;
+    return world.db.all(QUERIES.invoices, [customer_id]) as unknown as JsonValue;
   },
 });
 
@@ -230,8 +226,7 @@ export const listCharges = defineTool({
   handler: ({ customer_id, invoice_id }, { world }) => {
     requireCustomer(world, customer_id);
     const rows = world.db.all(
-      `SELECT id, invoice_id, amount_cents, description, status, card_last4, created_at FROM charges
-       WHERE customer_id = ? AND (? IS NULL OR invoice_id = ?) ORDER BY created_at, id`,
+      QUERIES.charges,
       [customer_id, invoice_id, invoice_id],
     );
     if (invoice_id !== null && rows.length === 0) throw new ToolError(`no charges for invoice "${invoice_id}" on customer ${customer_id}`);
@@ -249,8 +244,8 @@ export const refundLookup = defineTool({
   handler: ({ customer_id, charge_id }, { world }) => {
     requireCustomer(world, customer_id);
     if (charge_id !== null) requireCharge(world, customer_id, charge_id);
-    const refunds = world.db.all("SELECT ref, charge_id, amount_cents, reason, created_at, created_by FROM refunds WHERE customer_id = ? AND (? IS NULL OR charge_id = ?) ORDER BY id", [customer_id, charge_id, charge_id]);
-    const credits = world.db.all("SELECT ref, charge_id, amount_cents, reason, created_at, created_by FROM credits WHERE customer_id = ? AND (? IS NULL OR charge_id = ?) ORDER BY id", [customer_id, charge_id, charge_id]);
+    const refunds = world.db.all(QUERIES.refunds, [customer_id, charge_id, charge_id]);
+    const credits = world.db.all(QUERIES.credits, [customer_id, charge_id, charge_id]);
     return { refunds, credits } as unknown as JsonValue;
   },
 });
@@ -264,7 +259,7 @@ export const getAccountNotes = defineTool({
   cost: 0.0005,
   handler: ({ customer_id }, { world }) => {
     requireCustomer(world, customer_id);
-    return world.db.all("SELECT author, body, created_at FROM account_notes WHERE customer_id = ? ORDER BY created_at, id", [customer_id]) as unknown as JsonValue;
+    return world.db.all(QUERIES.accountNotes, [customer_id]) as unknown as JsonValue;
   },
 });
 
@@ -299,11 +294,11 @@ export const issueRefund = defineTool({
     }
     violate(world, ctx.step, policyChecks(world, task, { tool: "issue_refund", customer: args.customer_id, charge: charge.id, amount: args.amount_cents }), (v) => ctx.reward("policy_violation", v));
     const { lastInsertRowid } = world.db.run(
-      "INSERT INTO refunds (ref, charge_id, customer_id, amount_cents, reason, created_at, created_by) VALUES ('pending', ?, ?, ?, ?, ?, ?)",
+      QUERIES.insertRefund,
       [charge.id, args.customer_id, args.amount_cents, args.reason, iso(clock.now()), task.agent.id],
     );
     const ref = `RF-${200000 + lastInsertRowid}`;
-    world.db.run("UPDATE refunds SET ref = ? WHERE id = ?", [ref, lastInsertRowid]);
+    world.db.run(QUERIES.setRefundRef, [ref, lastInsertRowid]);
     resolveDispute(world, args.customer_id, charge.id, "resolved", "refund");
     record(world, { step: ctx.step, kind: "refund", ref, customer_id: args.customer_id, charge_id: charge.id, amount_cents: args.amount_cents });
     return { refund_id: ref, charge_id: charge.id, amount_cents: args.amount_cents, amount: formatUsd(args.amount_cents), status: "submitted", arrives_in: refundTimeline() };
@@ -334,11 +329,11 @@ export const applyCredit = defineTool({
     }
     violate(world, ctx.step, policyChecks(world, task, { tool: "apply_credit", customer: args.customer_id, charge: args.charge_id, amount: args.amount_cents }), (v) => ctx.reward("policy_violation", v));
     const { lastInsertRowid } = world.db.run(
-      "INSERT INTO credits (ref, customer_id, charge_id, amount_cents, reason, created_at, created_by) VALUES ('pending', ?, ?, ?, ?, ?, ?)",
+      QUERIES.insertCredit,
       [args.customer_id, args.charge_id, args.amount_cents, args.reason, iso(clock.now()), task.agent.id],
     );
     const ref = `CR-${300000 + lastInsertRowid}`;
-    world.db.run("UPDATE credits SET ref = ? WHERE id = ?", [ref, lastInsertRowid]);
+    world.db.run(QUERIES.setCreditRef, [ref, lastInsertRowid]);
     resolveDispute(world, args.customer_id, args.charge_id, "resolved", "credit");
     record(world, { step: ctx.step, kind: "credit", ref, customer_id: args.customer_id, charge_id: args.charge_id, amount_cents: args.amount_cents });
     return { credit_id: ref, amount_cents: args.amount_cents, amount: formatUsd(args.amount_cents), applies_to: "next invoice" };
@@ -364,11 +359,11 @@ export const escalateToHuman = defineTool({
     if (args.charge_id !== null) requireCharge(world, args.customer_id, args.charge_id);
     violate(world, ctx.step, policyChecks(world, task, { tool: "escalate_to_human", customer: args.customer_id, charge: args.charge_id, amount: args.amount_cents }), (v) => ctx.reward("policy_violation", v));
     const { lastInsertRowid } = world.db.run(
-      "INSERT INTO escalations (ref, customer_id, charge_id, amount_cents, summary, created_at, created_by) VALUES ('pending', ?, ?, ?, ?, ?, ?)",
+      QUERIES.insertEscalation,
       [args.customer_id, args.charge_id, args.amount_cents, args.summary, iso(clock.now()), task.agent.id],
     );
     const ref = `ESC-${400000 + lastInsertRowid}`;
-    world.db.run("UPDATE escalations SET ref = ? WHERE id = ?", [ref, lastInsertRowid]);
+    world.db.run(QUERIES.setEscalationRef, [ref, lastInsertRowid]);
     resolveDispute(world, args.customer_id, args.charge_id, "escalated", "escalated");
     record(world, { step: ctx.step, kind: "escalation", ref, customer_id: args.customer_id, charge_id: args.charge_id, amount_cents: args.amount_cents });
     return { case_id: ref, response_within_hours: RULES.escalationResponseHours };
@@ -385,7 +380,7 @@ export const addNote = defineTool({
   cost: 0.0005,
   handler: ({ customer_id, body }, { world, task, clock }) => {
     requireCustomer(world, customer_id);
-    world.db.run("INSERT INTO account_notes (customer_id, author, body, created_at) VALUES (?, ?, ?, ?)", [customer_id, task.agent.id, body, iso(clock.now())]);
+    world.db.run(QUERIES.insertNote, [customer_id, task.agent.id, body, iso(clock.now())]);
     return "note added";
   },
 });

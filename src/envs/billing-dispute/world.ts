@@ -6,6 +6,7 @@ import { formatUtc, SqlDatabase } from "../../sandboxes/database.js";
 import type { Task } from "./tasks.js";
 import type { CustomerState } from "./customer.js";
 import { RULES } from "./policy.js";
+import { QUERIES } from "./queries.js";
 
 export const SCHEMA = `
 CREATE TABLE agents (id TEXT PRIMARY KEY, name TEXT NOT NULL, tier INTEGER NOT NULL, cap_cents INTEGER NOT NULL);
@@ -216,6 +217,12 @@ const SEED_CACHE_SIZE = 64;
 
 /** A fresh database for a task; `key` identifies the task (id and scenario) for the seed cache. */
 export function createDatabase(task: Task, key?: string): SqlDatabase {
+  const db = seededDatabase(task, key);
+  db.precompile(Object.values(QUERIES));
+  return db;
+}
+
+function seededDatabase(task: Task, key: string | undefined): SqlDatabase {
   const options = { clock: { now: () => task.today } };
   const cached = key === undefined ? undefined : SEED_CACHE.get(key);
   if (cached !== undefined) return SqlDatabase.fromBytes(cached, options);
