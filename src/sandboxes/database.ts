@@ -440,6 +440,8 @@ export class SqlDatabase implements Sandbox {
     try {
       handle = this.open(bytes);
       handle.prepare("SELECT count(*) FROM sqlite_schema").get();
+      // Reading the schema left its pages in the page cache; the parsed schema is all later statements need.
+      handle.prepare("PRAGMA shrink_memory").run();
       return handle;
     } catch (error) {
       handle?.close();

@@ -1,7 +1,7 @@
 /**
- * Every SQL statement the billing-dispute tools (and the customer's turn) run, in one place: the tools use them by name, and each
- * episode's database compiles them when it opens (`SqlDatabase.precompile`), so a tool's first call in an
- * episode does not pay for compiling its query.
+ * Every SQL statement the billing-dispute tools (and the customer's turn) run, in one place: the code uses
+ * them by name, and the world compiles the first ones of an investigation when an episode's database
+ * opens (see `createDatabase`).
  */
 export const QUERIES = {
   customerById: "SELECT id, name FROM customers WHERE id = ?",

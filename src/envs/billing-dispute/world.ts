@@ -215,10 +215,18 @@ function emptySchema(): Buffer {
 const SEED_CACHE = new Map<string, Buffer>();
 const SEED_CACHE_SIZE = 64;
 
+/**
+ * The queries that open nearly every investigation (find the caller, check a customer id, list their
+ * charges), compiled when an episode's database opens so those first reads do not compile them. Only
+ * these few: each compiled statement holds ~6 KB for the episode's life, and an idle service session
+ * (10,000 of them in one process) should not pay for every query its tools might run.
+ */
+const FIRST_QUERIES = [QUERIES.lookupCustomer, QUERIES.customerById, QUERIES.charges];
+
 /** A fresh database for a task; `key` identifies the task (id and scenario) for the seed cache. */
 export function createDatabase(task: Task, key?: string): SqlDatabase {
   const db = seededDatabase(task, key);
-  db.precompile(Object.values(QUERIES));
+  db.precompile(FIRST_QUERIES);
   return db;
 }
 
