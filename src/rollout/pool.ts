@@ -85,15 +85,23 @@ export interface WorkerData {
   policyOptions?: PolicySpecOptions["openai"];
 }
 
-/** Messages from a worker: a request for a job, a result, or a fatal start-up error. */
-export type WorkerMessage = { type: "next" } | { type: "result"; stored: StoredEpisode } | { type: "fatal"; error: { code: string; message: string } };
-/** Messages to a worker: a job, or null when there are no more. */
-export type MainMessage = { type: "job"; job: EpisodeJob | null };
+/**
+ * Messages from a worker: a request for `count` more jobs (0: none) that also names the job a slot has just
+ * started, a result, or a fatal start-up error.
+ */
+export type WorkerMessage =
+  | { type: "next"; count: number; started: string | null }
+  | { type: "result"; stored: StoredEpisode }
+  | { type: "fatal"; error: { code: string; message: string } };
+/** The answer to one request: up to `count` jobs; fewer means the queue is empty. */
+export type MainMessage = { type: "jobs"; jobs: EpisodeJob[] };
 
 /**
  * Slots on `workers` worker threads. Workers see the built-in environments and the config's `--module`
- * files (not environments registered in code). A worker that dies has its in-flight jobs recorded as
- * error episodes; a replacement starts while jobs remain.
+ * files (not environments registered in code). Each worker keeps a few jobs queued ahead of its slots, so
+ * a slot that finishes starts the next episode at once instead of waiting for a busy main thread. A
+ * worker that dies has its started jobs recorded as error episodes and its queued ones given back; a
+ * replacement starts while jobs remain.
  */
 export const runJobsOnWorkers: JobRunner = async (jobs, options) => {
   const queue = [...jobs];
@@ -115,15 +123,21 @@ export const runJobsOnWorkers: JobRunner = async (jobs, options) => {
     const start = () => {
       alive++;
       const worker = startWorker(data);
+      // Jobs sent to this worker and not finished; `started` are the ones a slot has begun.
       const inFlight = new Map<string, EpisodeJob>();
+      const started = new Set<string>();
       let fatal: LlmixError | null = null;
       worker.on("message", (message: WorkerMessage) => {
         if (message.type === "next") {
-          const job = queue.shift() ?? null;
-          if (job) inFlight.set(job.episode_id, job);
-          worker.postMessage({ type: "job", job } satisfies MainMessage);
+          if (message.started !== null) started.add(message.started);
+          if (message.count > 0) {
+            const sent = queue.splice(0, message.count);
+            for (const job of sent) inFlight.set(job.episode_id, job);
+            worker.postMessage({ type: "jobs", jobs: sent } satisfies MainMessage);
+          }
         } else if (message.type === "result") {
           inFlight.delete(message.stored.episode.episode_id);
+          started.delete(message.stored.episode.episode_id);
           deliver(message.stored);
         } else {
           fatal = new LlmixError(message.error.code as never, message.error.message);
@@ -135,7 +149,10 @@ export const runJobsOnWorkers: JobRunner = async (jobs, options) => {
       worker.on("exit", () => {
         alive--;
         if (fatal && inFlight.size === 0 && queue.length === jobs.length) return rejectAll(fatal);
+        const unstarted = [...inFlight.values()].filter((job) => !started.has(job.episode_id));
+        queue.unshift(...unstarted);
         for (const job of inFlight.values()) {
+          if (!started.has(job.episode_id)) continue;
           const crash = fatal ?? new LlmixError("internal", "the worker thread exited during the episode");
           const now = new Date();
           deliver({ episode: episodeRecord(job, [], crash, now, now), steps: [] });

@@ -3,6 +3,8 @@ import { builtinRegistry } from "../../src/envs/index.js";
 import { rollout, type RolloutOptions } from "../../src/rollout/runner.js";
 import type { RolloutConfig } from "../../src/rollout/plan.js";
 import { openStore } from "../../src/store/sqlite-store.js";
+import { addModules } from "../../src/core/load-module.js";
+import { CRASH_TASK } from "../fixtures/worker-crash-env.js";
 import type { TrajectoryStore } from "../../src/store/types.js";
 
 const stores: TrajectoryStore[] = [];
@@ -112,6 +114,29 @@ describe("rollout runner", () => {
     const r = await rollout({ store: b, registry: builtinRegistry(), runId: "run-w", config: config(), concurrency: 2, workers: 2 });
     expect(r.episodes).toBe(8);
     expect(await fingerprintOf(b, "run-w")).toEqual(await fingerprintOf(a, "run-w"));
+  }, 60_000);
+
+  it("survives a worker that dies: its started episode is an error, its queued jobs run elsewhere", async () => {
+    const store = memoryStore();
+    const module = new URL("../fixtures/worker-crash-env.ts", import.meta.url).pathname;
+    const tasks = ["tiny/easy/seed-1", "tiny/easy/seed-2", CRASH_TASK, "tiny/easy/seed-4", "tiny/easy/seed-5", "tiny/easy/seed-6", "tiny/easy/seed-7", "tiny/easy/seed-8"];
+    const registry = builtinRegistry();
+    await addModules(registry, [module]);
+    const r = await rollout({
+      store,
+      registry,
+      runId: "run-crash",
+      config: config({ env: "worker-crash", policy: "oracle", n: 8, group: 1, difficulties: [], task_ids: tasks, modules: [module] }),
+      // One slot per worker: the dead worker's only started episode is the crashing one.
+      concurrency: 1,
+      workers: 2,
+    });
+    expect(r.episodes).toBe(8);
+    const episodes = await store.episodes({ run_id: "run-crash" });
+    const failed = episodes.filter((e) => e.status === "error");
+    expect(failed.map((e) => e.task_id)).toEqual([CRASH_TASK]);
+    expect(failed[0]?.error?.message).toContain("worker thread exited");
+    expect(episodes.filter((e) => e.status === "ok" && e.outcome === 1)).toHaveLength(7);
   }, 60_000);
 
   it("refuses bad configs before storing anything", async () => {
