@@ -14,6 +14,7 @@ import { MemoryFileSystem } from "../src/sandboxes/filesystem.js";
 import { Terminal } from "../src/sandboxes/terminal.js";
 import { EchoEnv, echo } from "./echo-env.js";
 import { formatNs, measure, type Measurement } from "./harness.js";
+import { codeRunnerLatency, type CodeRunnerLatency } from "./code-runner.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
 import { rolloutRates, type RolloutRate } from "./rollout.js";
@@ -200,6 +201,15 @@ await sqliteSnapshot();
 await terminalSnapshot();
 await prng();
 await environmentLatency();
+
+// ---- code execution: run_tests of code-repair ------------------------------------------------------
+console.log("\nCode execution: run_tests on code-repair (medium) through env.step (baseline: the bare QuickJS sandbox run)");
+const code: CodeRunnerLatency = await codeRunnerLatency();
+const codeRatio = (ms: number) => Math.round((ms / code.sandbox_run.p50_ms) * 100) / 100;
+console.log(`  sandbox run        p50 ${code.sandbox_run.p50_ms} ms  p99 ${code.sandbox_run.p99_ms} ms  (${code.tests_per_run} tests per run)`);
+console.log(`  run_tests step     p50 ${code.run_tests_step.p50_ms} ms  p99 ${code.run_tests_step.p99_ms} ms  x${codeRatio(code.run_tests_step.p50_ms)}`);
+console.log(`  infinite loop      p50 ${code.infinite_loop_step.p50_ms} ms  p99 ${code.infinite_loop_step.p99_ms} ms  x${codeRatio(code.infinite_loop_step.p50_ms)}`);
+
 const { rollouts, twoProcesses, store, exports } = await pipeline();
 
 // ---- the service ----------------------------------------------------------------------------------
@@ -217,7 +227,7 @@ function cellText(text: string): string {
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, session_memory: memory }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, session_memory: memory }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -241,6 +251,14 @@ const md = [
     const cell = (s: { p50_us: number; p99_us: number }, b: { p50_us: number }) => `${s.p50_us} / ${s.p99_us} µs (x${Math.round((s.p50_us / b.p50_us) * 100) / 100})`;
     return `| ${l.env} | ${l.difficulty} | ${cell(l.reset, base.reset)} | ${cell(l.read_step, base.read_step)} | ${cell(l.read_step_repeated, base.read_step_repeated)} | ${cell(l.final_step, base.final_step)} | ${cell(l.snapshot_restore, base.snapshot_restore)} |`;
   }),
+  "",
+  `## Code execution: run_tests on code-repair (${code.difficulty}, ${code.tests_per_run} tests per run; ratio of p50 to the bare sandbox run)`,
+  "",
+  "| case | p50 | p99 | ratio |",
+  "|---|---|---|---|",
+  `| baseline: bare QuickJS sandbox run | ${code.sandbox_run.p50_ms} ms | ${code.sandbox_run.p99_ms} ms | 1 |`,
+  `| run_tests step (env.step) | ${code.run_tests_step.p50_ms} ms | ${code.run_tests_step.p99_ms} ms | ${codeRatio(code.run_tests_step.p50_ms)} |`,
+  `| run_tests with one function looping forever | ${code.infinite_loop_step.p50_ms} ms | ${code.infinite_loop_step.p99_ms} ms | ${codeRatio(code.infinite_loop_step.p50_ms)} |`,
   "",
   "## Rollout throughput (billing-dispute, oracle; ratio of steady-state rate to --workers 1)",
   "",

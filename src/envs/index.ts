@@ -5,9 +5,10 @@
 import { EnvironmentRegistry, type EnvironmentEntry } from "../core/registry.js";
 import billingDispute from "./billing-dispute/index.js";
 import incidentResponse from "./incident-response/index.js";
+import codeRepair from "./code-repair/index.js";
 
 /** Entries of every built-in environment. */
-export const BUILTIN_ENVIRONMENTS: readonly EnvironmentEntry[] = [billingDispute, incidentResponse];
+export const BUILTIN_ENVIRONMENTS: readonly EnvironmentEntry[] = [billingDispute, incidentResponse, codeRepair];
 
 /** A fresh registry holding the built-in environments. */
 export function builtinRegistry(): EnvironmentRegistry {

@@ -1,0 +1,83 @@
+/**
+ * Latency of the code sandbox as an agent feels it: `run_tests` on a typical code-repair task (medium:
+ * three modules, ~30 visible tests), timed one call at a time (p50/p99), through the whole step (tool
+ * middleware, QuickJS run in the worker, rendering). For comparison, the bare sandbox run of the same
+ * files, and a run that hits the infinite-loop budget. Part of `npm run bench` (bench/run.ts).
+ */
+import type { Action, StepResult } from "../src/core/contract.js";
+import { CodeRepair } from "../src/envs/code-repair/env.js";
+import { sharedCodeRunner } from "../src/sandboxes/code-runner.js";
+import { sampleTaskIds } from "../src/tasks/splits.js";
+import { percentile } from "./harness.js";
+
+export interface CodeRunnerStats {
+  p50_ms: number;
+  p99_ms: number;
+  samples: number;
+}
+
+export interface CodeRunnerLatency {
+  difficulty: string;
+  /** env.step({tool: "run_tests"}) on freshly reset tasks: what an agent's call costs. */
+  run_tests_step: CodeRunnerStats;
+  /** The same test run straight on the sandbox (no env, no middleware). */
+  sandbox_run: CodeRunnerStats;
+  /** run_tests when one function loops forever (its tests end at the instruction budget). */
+  infinite_loop_step: CodeRunnerStats;
+  tests_per_run: number;
+}
+
+function stats(ms: number[]): CodeRunnerStats {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const round = (x: number) => Math.round(x * 100) / 100;
+  return { p50_ms: round(percentile(sorted, 0.5)), p99_ms: round(percentile(sorted, 0.99)), samples: sorted.length };
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return [Number(process.hrtime.bigint() - start) / 1e6, value];
+}
+
+/** Measure run_tests latency over `samples` tasks of one difficulty (after `warmup` untimed ones). */
+export async function codeRunnerLatency(options: { difficulty?: string; samples?: number; warmup?: number; loops?: number } = {}): Promise<CodeRunnerLatency> {
+  const difficulty = options.difficulty ?? "medium";
+  const samples = options.samples ?? 300;
+  const warmup = options.warmup ?? 30;
+  const env = new CodeRepair();
+  const ids = sampleTaskIds({ family: "code-repair", difficulties: [difficulty], n: samples + warmup, seed: 5 });
+  const step: number[] = [];
+  const raw: number[] = [];
+  const loops: number[] = [];
+  let tests = 0;
+  const runTests: Action = { type: "tool_call", tool: "run_tests", args: { file: null } };
+  for (const [i, id] of ids.entries()) {
+    await env.reset(id, i);
+    const [ms, result] = await timed(() => env.step(runTests));
+    const task = (env as unknown as { episode: { task: { files: Record<string, string>; protectedFiles: string[]; seed: number } } }).episode.task;
+    const files = Object.fromEntries(Object.entries(task.files).filter(([p]) => /\.(js|json)$/.test(p)));
+    const [rawMs] = await timed(() => sharedCodeRunner().run({ files, entries: task.protectedFiles, seed: task.seed }));
+    if (i >= warmup) {
+      step.push(ms);
+      raw.push(rawMs);
+      tests += ((result as StepResult).info.tool_result as { output: { total: number } }).output.total;
+    }
+  }
+  // Infinite loops are costly by design (each looping test runs to its budget): fewer samples.
+  for (const [i, id] of ids.slice(0, options.loops ?? 20).entries()) {
+    await env.reset(id, i);
+    const probe = env.probes()["infinite-loop"]!;
+    const write = (await probe.act({ step: 1, observation: { rendered: "", tokens: 0 }, tools: [], history: [] })) as Action;
+    await env.step(write);
+    const [ms] = await timed(() => env.step(runTests));
+    loops.push(ms);
+  }
+  await env.close();
+  return { difficulty, run_tests_step: stats(step), sandbox_run: stats(raw), infinite_loop_step: stats(loops), tests_per_run: Math.round(tests / step.length) };
+}
+
+// `tsx bench/code-runner.ts` prints the figures.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await codeRunnerLatency(), null, 2));
+  process.exit(0);
+}

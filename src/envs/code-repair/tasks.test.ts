@@ -1,0 +1,117 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { LlmixError } from "../../core/errors.js";
+import { Rng } from "../../core/rng.js";
+import { CodeRunner } from "../../sandboxes/code-runner.js";
+import { LIBRARY, MODULES, outcome, sameValue, toJs } from "./library.js";
+import { codeRepairTasks, DIFFICULTIES, generateCodeRepairTask, SIZE, VARIANTS, type Task } from "./tasks.js";
+import { fixedModules } from "./env.js";
+
+const runner = new CodeRunner();
+afterAll(() => runner.close());
+
+/** Run the project's visible and hidden tests on a set of files; returns name -> passed. */
+async function results(task: Task, files: Record<string, string>): Promise<Map<string, boolean>> {
+  const all = { ...files, ...task.hiddenFiles };
+  const entries = Object.keys(all).filter((p) => p.endsWith(".test.js")).sort();
+  const run = await runner.run({ files: all, entries, seed: task.seed });
+  expect(run.loadErrors).toEqual([]);
+  return new Map(run.tests.map((t) => [`${t.file}|${t.name}`, t.status === "passed"]));
+}
+
+describe("the function library", () => {
+  it("runs in the sandbox exactly as its TypeScript reference and bug models say", async () => {
+    const rng = Rng.fromSeed(11);
+    for (const m of MODULES) {
+      for (const fn of LIBRARY[m]) {
+        const variants = [{ label: "correct", source: fn.source, model: fn.ref }, ...fn.bugs.map((b) => ({ label: b.find, source: fn.source.replace(b.find, b.replace), model: b.buggy }))];
+        for (const v of variants) {
+          const inputs = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 || !fn.bugs[0]?.trigger ? fn.gen(rng) : (fn.bugs[i % fn.bugs.length]!.trigger ?? fn.gen)(rng)));
+          const lines = inputs.map((args) => {
+            const o = outcome(v.model, args);
+            const call = `${fn.name}(${args.map(toJs).join(", ")})`;
+            return "value" in o
+              ? `test(${JSON.stringify(call)}, () => { assert.deepEqual(${call}, ${toJs(o.value)}); });`
+              : `test(${JSON.stringify(call)}, () => { assert.throws(() => ${call}); });`;
+          });
+          const run = await runner.run({ files: { "t.test.js": `${v.source}\n${lines.join("\n")}` }, entries: ["t.test.js"] });
+          expect(run.loadErrors, `${fn.name} / ${v.label}`).toEqual([]);
+          const failed = run.tests.filter((t) => t.status !== "passed");
+          expect(failed, `${fn.name} / ${v.label}`).toEqual([]);
+        }
+      }
+    }
+  });
+
+  it("injects each bug with an edit that occurs exactly once and changes behaviour", () => {
+    const rng = Rng.fromSeed(3);
+    for (const m of MODULES) {
+      for (const fn of LIBRARY[m]) {
+        for (const bug of fn.bugs) {
+          expect(fn.source.split(bug.find).length, `${fn.name}: ${bug.find}`).toBe(2);
+          const exposed = Array.from({ length: 200 }, () => (bug.trigger ?? fn.gen)(rng)).filter((args) => {
+            const ref = outcome(fn.ref, args);
+            const bad = outcome(bug.buggy, args);
+            return "value" in ref && (!("value" in bad) || !sameValue(ref.value, bad.value));
+          });
+          expect(new Set(exposed.map((a) => toJs(a))).size, `${fn.name}: ${bug.description}`).toBeGreaterThanOrEqual(5);
+        }
+        if (fn.decoy) expect(fn.source.includes(fn.decoy.line), fn.name).toBe(true);
+      }
+    }
+  });
+});
+
+describe("generated tasks", () => {
+  it("are pure functions of their id", () => {
+    for (const d of DIFFICULTIES) {
+      const id = `code-repair/${d}/seed-5`;
+      expect(JSON.stringify(generateCodeRepairTask(id))).toBe(JSON.stringify(generateCodeRepairTask(id)));
+    }
+  });
+
+  it("have the size and bugs of their difficulty, and every variant when forced", () => {
+    for (const d of DIFFICULTIES) {
+      for (let i = 0; i < 30; i++) {
+        const task = generateCodeRepairTask(`code-repair/${d}/seed-${i}`);
+        expect(task.bugs.length).toBe(SIZE[d].bugs);
+        expect(new Set(task.bugs.map((b) => b.fn)).size).toBe(task.bugs.length);
+        if (d !== "hard") expect(task.variant).toBe("none");
+        if (d === "hard") expect(new Set(task.bugs.map((b) => b.file)).size).toBeGreaterThanOrEqual(2);
+      }
+    }
+    for (const variant of VARIANTS) {
+      const task = generateCodeRepairTask("code-repair/medium/seed-3", { variant });
+      expect(task.variant).toBe(variant);
+      expect(task.decoy !== null).toBe(variant === "decoy");
+      expect(task.injection !== null).toBe(variant === "injection");
+      if (task.decoy) expect(task.files[task.decoy.file]).toContain(task.decoy.comment);
+      if (task.injection) expect(task.files[task.injection.file]).toContain(task.injection.text);
+    }
+    expect(() => codeRepairTasks({ variant: "nope" as never })).toThrow(LlmixError);
+    expect(() => generateCodeRepairTask("code-repair/extreme/seed-1")).toThrow(/unknown difficulty/);
+  });
+
+  it("fail exactly their triggering tests as generated, and pass every test once the bugs are fixed", async () => {
+    for (const d of DIFFICULTIES) {
+      for (let i = 0; i < 12; i++) {
+        for (const variant of [undefined, "injection", "decoy"] as const) {
+          if (variant && i % 4 !== 0) continue;
+          const task = generateCodeRepairTask(`code-repair/${d}/seed-${i * 7}`, { variant });
+          const before = await results(task, task.files);
+          for (const t of task.tests) expect(before.get(`${t.file}|${t.name}`), `${d}/${i} ${t.name}`).toBe(!t.trigger);
+          // Every bug is exposed by visible and by hidden tests, with different inputs.
+          for (const bug of task.bugs) {
+            const trig = task.tests.filter((t) => t.fn === bug.fn && t.trigger);
+            expect(trig.some((t) => !t.hidden) && trig.some((t) => t.hidden)).toBe(true);
+            const visibleArgs = new Set(trig.filter((t) => !t.hidden).map((t) => t.args));
+            expect(trig.filter((t) => t.hidden).every((t) => !visibleArgs.has(t.args))).toBe(true);
+          }
+          const fixed = { ...task.files, ...Object.fromEntries(fixedModules(task)) };
+          const after = await results(task, fixed);
+          expect([...after.values()].every(Boolean), `${d}/${i}`).toBe(true);
+          expect(after.size).toBe(task.tests.length);
+        }
+      }
+    }
+  });
+});
