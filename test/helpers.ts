@@ -1,5 +1,8 @@
 import { expect } from "vitest";
 import { LlmixError } from "../src/index.js";
+import { fingerprint } from "../src/core/json.js";
+import type { AnyEnvironment, EnvironmentEntry } from "../src/core/registry.js";
+import { generateTask, taskFingerprint } from "../src/tasks/generator.js";
 
 /** The code of the LlmixError `fn` throws (failing the test if it throws anything else), or undefined. */
 export function errorCode(fn: () => unknown): string | undefined {
@@ -10,4 +13,23 @@ export function errorCode(fn: () => unknown): string | undefined {
     return (error as LlmixError).code;
   }
   return undefined;
+}
+
+/** A golden row: task id, the task's fingerprint, and the fingerprint of the snapshot after reset(taskId, 7). */
+export type GoldenRow = readonly [taskId: string, task: string, snapshot: string];
+
+/**
+ * Check an environment's golden fingerprints (DESIGN §2): the task an id generates and the snapshot its
+ * reset produces. `extra` may pin more of the reset episode (e.g. state a snapshot leaves out).
+ */
+export async function expectGolden(entry: EnvironmentEntry, [taskId, task, snapshot]: GoldenRow, extra?: (env: AnyEnvironment) => void): Promise<void> {
+  const env = entry.create();
+  try {
+    expect(taskFingerprint(generateTask(env.tasks, taskId).task)).toBe(task);
+    await env.reset(taskId, 7);
+    expect(fingerprint(await env.snapshot())).toBe(snapshot);
+    extra?.(env);
+  } finally {
+    await env.close();
+  }
 }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { fingerprint } from "../../core/json.js";
-import { generateTask, taskFingerprint } from "../../tasks/generator.js";
+import { expectGolden } from "../../../test/helpers.js";
 import type { World } from "./world.js";
 import entry from "./index.js";
 
@@ -18,13 +18,10 @@ const GOLDEN = [
 describe(`golden fingerprints of ${entry.id}@${entry.version}`, () => {
   it.each(GOLDEN)("%s", async (taskId, task, snapshot, files) => {
     expect(entry.version).toBe("1.0.0");
-    const env = entry.create();
-    expect(taskFingerprint(generateTask(env.tasks, taskId).task)).toBe(task);
-    await env.reset(taskId, 7);
-    expect(fingerprint(await env.snapshot())).toBe(snapshot);
-    // The snapshot leaves the logs out (they are rebuilt from the task), so the built file system is pinned too.
-    const world = (env as unknown as { episode: { world: World } }).episode.world;
-    expect(fingerprint(world.fs.asOwner().snapshot())).toBe(files);
-    await env.close();
+    await expectGolden(entry, [taskId, task, snapshot], (env) => {
+      // The snapshot leaves the logs out (they are rebuilt from the task), so the built file system is pinned too.
+      const world = (env as unknown as { episode: { world: World } }).episode.world;
+      expect(fingerprint(world.fs.asOwner().snapshot())).toBe(files);
+    });
   });
 });
