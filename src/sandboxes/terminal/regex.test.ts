@@ -122,3 +122,49 @@ describe("errors and safety", () => {
     expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(5_000);
   });
 });
+
+describe("the literal shortcut", () => {
+  // Two copies of a pattern are one alternative: the same language, but no required literal, so the
+  // automaton alone answers. Every shortcut answer must equal it.
+  const automatonOnly = (pattern: string, options: PatternOptions) => compilePatterns([pattern, pattern], options);
+
+  it("gives the automaton's answers on 20,000 random patterns and lines", () => {
+    let state = 12345;
+    const next = (n: number) => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return (state >>> 8) % n;
+    };
+    const pick = (alphabet: readonly string[], max: number) => Array.from({ length: next(max + 1) }, () => alphabet[next(alphabet.length)]).join("");
+    const patternAlphabet = ["a", "b", "ab", "ba", ".", "*", "\\.", "^", "$", "[ab]", "\\<", "\\>", "\\b", "é", "😀", "x"];
+    const lineAlphabet = ["a", "b", "c", ".", " ", "é", "😀", "x", "ab"];
+    let compared = 0;
+    let shortcut = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const pattern = pick(patternAlphabet, 5);
+      const options: PatternOptions = [{}, { extended: true }, { fixed: true }, { wordMatch: true }, { lineMatch: true }][next(5)] as PatternOptions;
+      let fast, slow;
+      try {
+        fast = compilePatterns([pattern], options);
+        slow = automatonOnly(pattern, options);
+      } catch (error) {
+        expect(error).toBeInstanceOf(RegexSyntaxError);
+        continue;
+      }
+      for (let k = 0; k < 4; k++) {
+        const line = pick(lineAlphabet, 12);
+        expect(fast.test(line), `${pattern} ${JSON.stringify(options)} on ${line}`).toBe(slow.test(line));
+        expect(fast.matches(line), `${pattern} ${JSON.stringify(options)} on ${line}`).toEqual(slow.matches(line));
+        compared++;
+        if (/^[abx]+$/.test(pattern)) shortcut++;
+      }
+    }
+    expect(compared).toBeGreaterThan(40_000);
+    expect(shortcut).toBeGreaterThan(1_000);
+  });
+
+  it("finds every non-overlapping occurrence of a fixed string", () => {
+    expect(compilePatterns(["aa"]).matches("aaaaa")).toEqual([[0, 2], [2, 4]]);
+    expect(compilePatterns(["😀a"], { fixed: true }).matches("x😀a😀a")).toEqual([[1, 4], [4, 7]]);
+    expect(compilePatterns(["Failed"]).test("sshd: Accepted")).toBe(false);
+  });
+});

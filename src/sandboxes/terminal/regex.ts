@@ -449,6 +449,27 @@ function codePoints(line: string): { cps: number[]; offsets: number[] } {
   return { cps, offsets };
 }
 
+/**
+ * A string every match must contain: the longest run of plain characters in the pattern's top-level
+ * sequence ("" when there is none, or for alternatives and repetitions, which need not contain one).
+ */
+function requiredLiteral(node: Node): string {
+  if (node.t === "char") return String.fromCodePoint(node.cp);
+  if (node.t !== "cat") return "";
+  let best = "";
+  let run = "";
+  for (const item of node.items) {
+    if (item.t === "char") {
+      run += String.fromCodePoint(item.cp);
+      if (run.length > best.length) best = run;
+    } else if (item.t !== "assert") {
+      // Assertions consume nothing, so the characters on either side stay adjacent in a match.
+      run = "";
+    }
+  }
+  return best;
+}
+
 /** A compiled pattern set; methods take one line (without its newline). */
 export class CompiledPattern {
   private readonly clist: ThreadList;
@@ -457,7 +478,16 @@ export class CompiledPattern {
   private gen = 0;
   private readonly stack: number[] = [];
 
-  constructor(private readonly prog: Inst[]) {
+  /**
+   * `literal`: a string every match contains (or ""). Most log lines do not contain it, and
+   * `String.includes` rules them out ~20x faster than running the automaton. `exact`: the pattern is
+   * that literal and nothing else, so string search alone gives the same matches.
+   */
+  constructor(
+    private readonly prog: Inst[],
+    private readonly literal = "",
+    private readonly exact = false,
+  ) {
     const size = prog.length;
     this.clist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
     this.nlist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
@@ -466,11 +496,20 @@ export class CompiledPattern {
 
   /** True when the line contains a match. */
   test(line: string): boolean {
-    return this.search(codePoints(line).cps, 0, true) !== null;
+    if (this.literal !== "" && !line.includes(this.literal)) return false;
+    return this.exact || this.search(codePoints(line).cps, 0, true) !== null;
   }
 
   /** Non-empty leftmost-longest matches, left to right, as [start, end) UTF-16 offsets. */
   matches(line: string): Array<[number, number]> {
+    if (this.literal !== "" && !line.includes(this.literal)) return [];
+    if (this.exact) {
+      const out: Array<[number, number]> = [];
+      for (let at = line.indexOf(this.literal); at >= 0; at = line.indexOf(this.literal, at + this.literal.length)) {
+        out.push([at, at + this.literal.length]);
+      }
+      return out;
+    }
     const { cps, offsets } = codePoints(line);
     const out: Array<[number, number]> = [];
     let from = 0;
@@ -606,5 +645,10 @@ export function compilePatterns(patterns: string[], options: PatternOptions = {}
   if (options.lineMatch) {
     root = { t: "cat", items: [{ t: "assert", kind: "bol" }, root, { t: "assert", kind: "eol" }] };
   }
-  return new CompiledPattern(compileProgram(root, options.ignoreCase === true));
+  // Case-insensitive matching folds more than toLowerCase does (e.g. the Kelvin sign is a "k"), so the
+  // literal shortcut is kept to case-sensitive patterns, where it is exact.
+  const literal = options.ignoreCase ? "" : requiredLiteral(root);
+  // Exact only without surrogates: in UTF-16 a lone surrogate of the pattern could match half of a pair.
+  const exact = literal !== "" && !/[\uD800-\uDFFF]/.test(literal) && (root.t === "char" || (root.t === "cat" && root.items.every((i) => i.t === "char")));
+  return new CompiledPattern(compileProgram(root, options.ignoreCase === true), literal, exact);
 }
