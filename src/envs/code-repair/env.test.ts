@@ -209,6 +209,14 @@ describe("tools", () => {
     const r = await env.step(tool("apply_patch", { patch: `${good}--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-not the title\n+x\n` }));
     expect(resultOf(r).status).toBe("error");
     expect(fingerprint((await env.snapshot()).world)).toBe(before);
+    // So does one whose second file applies but is then too large to write (the first is put back).
+    await env.step(tool("write_file", { path: "big.txt", content: "a\n".repeat(70_000) }));
+    const withBig = fingerprint((await env.snapshot()).world);
+    const grow = `--- a/big.txt\n+++ b/big.txt\n@@ -70000,1 +70000,2 @@\n a\n+${"y".repeat(130_000)}\n`;
+    const r2 = await env.step(tool("apply_patch", { patch: `${good}${grow}` }));
+    expect(resultOf(r2).status).toBe("error");
+    expect(r2.observation.rendered).toMatch(/too large|limit/i);
+    expect(fingerprint((await env.snapshot()).world)).toBe(withBig);
   });
 
   it("the terminal changes files; list_files sees the change", async () => {

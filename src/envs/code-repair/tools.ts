@@ -97,14 +97,21 @@ export const applyPatch = defineTool({
       results.push({ abs, content: applyFilePatch(before, p, display), hunks: p.hunks.length });
     }
     const lines: string[] = [];
-    for (const r of results) {
-      if (r.content === null) {
-        world.fs.remove(r.abs);
-        lines.push(`Deleted ${relativePath(r.abs)}.`);
-      } else {
-        world.fs.writeFile(r.abs, r.content, { parents: true });
-        lines.push(`Patched ${relativePath(r.abs)} (${r.hunks} hunk${r.hunks === 1 ? "" : "s"}).`);
+    // A later file can still fail to write (a size limit): then the earlier ones are put back.
+    const before = results.length > 1 ? world.fs.asOwner().snapshot() : null;
+    try {
+      for (const r of results) {
+        if (r.content === null) {
+          world.fs.remove(r.abs);
+          lines.push(`Deleted ${relativePath(r.abs)}.`);
+        } else {
+          world.fs.writeFile(r.abs, r.content, { parents: true });
+          lines.push(`Patched ${relativePath(r.abs)} (${r.hunks} hunk${r.hunks === 1 ? "" : "s"}).`);
+        }
       }
+    } catch (error) {
+      if (before !== null) world.fs.asOwner().restore(before);
+      throw error;
     }
     return lines.join("\n");
   },
