@@ -244,7 +244,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected startTime(_task: Task): number | undefined {
     return undefined;
   }
-  /** Render a tool result as observation text. */
+  /** Render a tool result as observation text (an `ok` result of a tool with its own `render` never comes here). */
   protected renderToolResult(tool: string, result: ToolResult): string {
     if (result.status === "ok") {
       return typeof result.output === "string" ? result.output : JSON.stringify(result.output, null, 2);
@@ -379,7 +379,8 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       if (result.status === "invalid") components.invalid_call = weights.invalidCall;
       if (result.status === "denied") components.denied_call = weights.deniedCall;
       components.tool_cost = -result.cost * weights.toolCostWeight;
-      rendered = this.renderToolResult(call.tool, result);
+      const render = result.status === "ok" ? ep.tools.get(call.tool)?.render : undefined;
+      rendered = render ? render(result.output) : this.renderToolResult(call.tool, result);
       source = "tool";
     } else {
       ep.messages.push(parsed.data.content);

@@ -51,6 +51,12 @@ export interface ToolDeclaration<S extends z.ZodObject, World = unknown, Task = 
   failures?: FailureProfile;
   /** Runs the call. Throw ToolError (or a SandboxError) for domain failures the agent should read. */
   handler: (args: z.output<S>, ctx: ToolContext<World, Task>) => JsonValue | Promise<JsonValue>;
+  /**
+   * The observation text of an `ok` result's output, for tools whose output reads better as text than as
+   * JSON (a shell's stdout, a test report). It travels with the tool, so every environment using the
+   * tool shows it the same way; without it the environment's `renderToolResult` decides.
+   */
+  render?: (output: JsonValue) => string;
 }
 
 /** A declared tool with everything derived from its declaration. */

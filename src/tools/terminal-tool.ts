@@ -2,18 +2,10 @@
  * A generic `terminal` tool over the sandbox shell (src/sandboxes/terminal): one declaration any
  * environment can reuse. The agent sends `{command: "grep -c Failed /var/log/auth.log"}`; the tool runs
  * it on the episode's Terminal and returns `{exit_code, stdout, stderr}` with each stream cut at a
- * character budget, so one careless `cat` cannot flood the context window.
+ * character budget, so one careless `cat` cannot flood the context window. The observation shows the
+ * result as a shell user would see it (`renderTerminalOutput`), not as JSON.
  *
- * Usage:
- *
- * ```ts
- * const terminal = terminalTool<World, Task>({ terminal: (world) => world.terminal });
- * // in the environment: render results as shell text rather than JSON
- * protected override renderToolResult(tool: string, result: ToolResult): string {
- *   if (tool === terminal.name && result.status === "ok") return renderTerminalOutput(result.output);
- *   return super.renderToolResult(tool, result);
- * }
- * ```
+ * Usage: `const terminal = terminalTool<World, Task>({ terminal: (world) => world.terminal });`
  *
  * Shell syntax errors, unknown commands and sandbox refusals (paths outside the sandbox, read-only
  * trees, size limits) are ordinary results with a non-zero exit code and a message on stderr, exactly
@@ -113,6 +105,7 @@ export function terminalTool<World, Task>(options: TerminalToolOptions<World, Ta
       if (stdout.truncated || stderr.truncated) out.truncated = true;
       return out as unknown as JsonValue;
     },
+    render: renderTerminalOutput,
   });
 }
 

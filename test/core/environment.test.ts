@@ -17,7 +17,7 @@ import {
   type Tokenizer,
   type ToolResult,
 } from "../../src/index.js";
-import { TinyEnv, TinyEnvV2 } from "../fixtures/tiny-env.js";
+import { addTool, explodeTool, peekTool, TinyEnv, TinyEnvV2 } from "../fixtures/tiny-env.js";
 import { InventoryRestock } from "../../examples/inventory-restock.js";
 
 const ID = "tiny/easy/seed-1";
@@ -432,6 +432,21 @@ describe("invalid actions never throw", () => {
 
 describe("observations and tokens", () => {
   afterEach(() => setDefaultTokenizer(o200kTokenizer));
+
+  it("renders an ok result with the tool's own render; errors and tools without one as the environment does", async () => {
+    const shout = { ...peekTool, render: (output: unknown) => `COUNTER ${(output as { counter: number }).counter}` };
+    const failing = { ...explodeTool, render: () => "never used for errors" };
+    class RenderingEnv extends TinyEnv {
+      protected override toolset() {
+        return [shout, failing, addTool];
+      }
+    }
+    const env = new RenderingEnv();
+    await env.reset(ID, 1);
+    expect((await env.step({ type: "tool_call", tool: "peek", args: {} })).observation.rendered).toBe("COUNTER 0");
+    expect((await env.step({ type: "tool_call", tool: "explode", args: { kind: "domain" } })).observation.rendered).toBe("[explode error] the counter is jammed");
+    expect((await env.step({ type: "tool_call", tool: "add", args: { amount: 1 } })).observation.rendered).not.toContain("COUNTER");
+  });
 
   it("reports its source: task, tool, user", async () => {
     const env = new TinyEnv();

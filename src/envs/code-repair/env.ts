@@ -3,15 +3,14 @@
  * injected bug(s) with the file tools, the terminal and run_tests, fixes the source (not the tests), and
  * says it is done. Hidden tests with other inputs decide whether each bug is really fixed.
  */
-import type { Action, ToolResult } from "../../core/contract.js";
+import type { Action } from "../../core/contract.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { Policy } from "../../core/policy.js";
 import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
-import { renderTerminalOutput } from "../../tools/terminal-tool.js";
 import { unifiedDiff } from "./patch.js";
 import { codeRepairTasks, ENV_ID, PROJECT_ROOT, type ScenarioOptions, type Task } from "./tasks.js";
-import { renderTestRun, TOOLS, type TestRunOutput } from "./tools.js";
+import { TOOLS } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
 import { createProject, restoreProject, snapshotProject, type World } from "./world.js";
 
@@ -62,15 +61,6 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
 
   protected override sandboxes(world: World) {
     return [world.fs];
-  }
-
-  protected override renderToolResult(tool: string, result: ToolResult): string {
-    if (result.status === "ok") {
-      if (tool === "run_tests") return renderTestRun(result.output as unknown as TestRunOutput);
-      if (tool === "terminal") return renderTerminalOutput(result.output);
-      if (tool === "read_file" && result.output === "") return "(empty file)";
-    }
-    return super.renderToolResult(tool, result);
   }
 
   protected evaluate(episode: Episode<Task, World>): Promise<VerifierResult> {

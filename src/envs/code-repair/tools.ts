@@ -56,6 +56,7 @@ export const readFile = defineTool({
   effect: "read",
   latency: { kind: "fixed", ms: 10 },
   handler: ({ path }, { world }) => world.fs.readFile(resolve(world, path)),
+  render: (output) => (output === "" ? "(empty file)" : String(output)),
 });
 
 export const writeFile = defineTool({
@@ -172,6 +173,7 @@ export const runTests = defineTool({
   latency: { kind: "fixed", ms: 250 },
   cost: 0.001,
   handler: async ({ file }, { world, task, clock }) => (await runVisibleTests(world, task, clock.now(), file)) as unknown as JsonValue,
+  render: (output) => renderTestRun(output as unknown as TestRunOutput),
 });
 
 /** The run_tests result as text, as a test runner would print it. */

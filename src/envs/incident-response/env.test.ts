@@ -289,19 +289,4 @@ describe("determinism, snapshots and speed", () => {
     const { env } = await open("credential-stuffing", "none", ID("hard", 2));
     expect(JSON.stringify(await env.snapshot()).length).toBeLessThan(20_000);
   });
-
-  it("resets and steps fast", async () => {
-    const env = new IncidentResponse();
-    const id = ID("hard", 99);
-    await env.reset(id, 0); // generates and caches the task
-    const t0 = performance.now();
-    for (let i = 0; i < 20; i++) await env.reset(id, i);
-    const reset = (performance.now() - t0) / 20;
-    const t1 = performance.now();
-    for (let i = 0; i < 20; i++) await env.step(sh("grep -c 'Failed password' /var/log/bastion-01/auth.log"));
-    const step = (performance.now() - t1) / 20;
-    // Generous bounds (shared CI machines); typical figures are ~1 ms and well under 1 ms.
-    expect(reset).toBeLessThan(25);
-    expect(step).toBeLessThan(25);
-  });
 });

@@ -9,7 +9,6 @@ import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Ep
 import type { JsonValue } from "../../core/json.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
 import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
-import { renderTerminalOutput } from "../../tools/terminal-tool.js";
 import { CONN_LOG, ENV_ID, incidentTasks, isoTime, RULES, TECHNIQUE_OF, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
@@ -98,12 +97,6 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
 
   protected override sandboxes(world: World) {
     return [world.fs];
-  }
-
-  /** Terminal results as shell text, the others as the tool's own text. */
-  protected override renderToolResult(tool: string, result: ToolResult): string {
-    if (tool === "terminal" && result.status === "ok") return renderTerminalOutput(result.output);
-    return super.renderToolResult(tool, result);
   }
 
   protected override onMessage(): MessageOutcome {
