@@ -8,7 +8,7 @@ import type { Action, StepResult } from "../src/core/contract.js";
 import { CodeRepair } from "../src/envs/code-repair/env.js";
 import { sharedCodeRunner } from "../src/sandboxes/code-runner.js";
 import { sampleTaskIds } from "../src/tasks/splits.js";
-import { percentile } from "./harness.js";
+import { p50p99, timeOnce } from "./harness.js";
 
 export interface CodeRunnerStats {
   p50_ms: number;
@@ -27,16 +27,9 @@ export interface CodeRunnerLatency {
   tests_per_run: number;
 }
 
-function stats(ms: number[]): CodeRunnerStats {
-  const sorted = [...ms].sort((a, b) => a - b);
-  const round = (x: number) => Math.round(x * 100) / 100;
-  return { p50_ms: round(percentile(sorted, 0.5)), p99_ms: round(percentile(sorted, 0.99)), samples: sorted.length };
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
-  const start = process.hrtime.bigint();
-  const value = await fn();
-  return [Number(process.hrtime.bigint() - start) / 1e6, value];
+function stats(samplesNs: number[]): CodeRunnerStats {
+  const { p50, p99, samples } = p50p99(samplesNs, 1e6, 2);
+  return { p50_ms: p50, p99_ms: p99, samples };
 }
 
 /** Measure run_tests latency over `samples` tasks of one difficulty (after `warmup` untimed ones). */
@@ -53,13 +46,13 @@ export async function codeRunnerLatency(options: { difficulty?: string; samples?
   const runTests: Action = { type: "tool_call", tool: "run_tests", args: { file: null } };
   for (const [i, id] of ids.entries()) {
     await env.reset(id, i);
-    const [ms, result] = await timed(() => env.step(runTests));
+    const [ns, result] = await timeOnce(() => env.step(runTests));
     const task = (env as unknown as { episode: { task: { files: Record<string, string>; protectedFiles: string[]; seed: number } } }).episode.task;
     const files = Object.fromEntries(Object.entries(task.files).filter(([p]) => /\.(js|json)$/.test(p)));
-    const [rawMs] = await timed(() => sharedCodeRunner().run({ files, entries: task.protectedFiles, seed: task.seed }));
+    const [rawNs] = await timeOnce(() => sharedCodeRunner().run({ files, entries: task.protectedFiles, seed: task.seed }));
     if (i >= warmup) {
-      step.push(ms);
-      raw.push(rawMs);
+      step.push(ns);
+      raw.push(rawNs);
       tests += ((result as StepResult).info.tool_result as { output: { total: number } }).output.total;
     }
   }
@@ -69,8 +62,8 @@ export async function codeRunnerLatency(options: { difficulty?: string; samples?
     const probe = env.probes()["infinite-loop"]!;
     const write = (await probe.act({ step: 1, observation: { rendered: "", tokens: 0 }, tools: [], history: [] })) as Action;
     await env.step(write);
-    const [ms] = await timed(() => env.step(runTests));
-    loops.push(ms);
+    const [ns] = await timeOnce(() => env.step(runTests));
+    loops.push(ns);
   }
   await env.close();
   return { difficulty, run_tests_step: stats(step), sandbox_run: stats(raw), infinite_loop_step: stats(loops), tests_per_run: Math.round(tests / step.length) };

@@ -7,7 +7,7 @@ import type { Action, Observation, StepResult } from "../src/core/contract.js";
 import { toDecision } from "../src/core/policy.js";
 import type { EnvironmentEntry } from "../src/core/registry.js";
 import { sampleTaskIds } from "../src/tasks/splits.js";
-import { percentile } from "./harness.js";
+import { p50p99, timeOnce } from "./harness.js";
 
 export interface LatencyStats {
   p50_us: number;
@@ -30,15 +30,12 @@ export interface EnvLatency {
 }
 
 function stats(samplesNs: number[]): LatencyStats {
-  const sorted = [...samplesNs].sort((a, b) => a - b);
-  const at = (q: number) => percentile(sorted, q) / 1e3;
-  return { p50_us: Math.round(at(0.5) * 10) / 10, p99_us: Math.round(at(0.99) * 10) / 10, samples: sorted.length };
+  const { p50, p99, samples } = p50p99(samplesNs, 1e3, 1);
+  return { p50_us: p50, p99_us: p99, samples };
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = process.hrtime.bigint();
-  await fn();
-  return Number(process.hrtime.bigint() - start);
+  return (await timeOnce(fn))[0];
 }
 
 /**

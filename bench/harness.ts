@@ -62,6 +62,20 @@ export function percentile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 }
 
+/** p50 and p99 of unsorted samples in nanoseconds, in `unit` nanoseconds (1e3: µs, 1e6: ms), rounded to `digits`. */
+export function p50p99(samplesNs: readonly number[], unit: number, digits: number): { p50: number; p99: number; samples: number } {
+  const sorted = [...samplesNs].sort((a, b) => a - b);
+  const at = (q: number) => Math.round((percentile(sorted, q) / unit) * 10 ** digits) / 10 ** digits;
+  return { p50: at(0.5), p99: at(0.99), samples: sorted.length };
+}
+
+/** Time one call of `fn` on its own: [nanoseconds, its value]. */
+export async function timeOnce<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return [Number(process.hrtime.bigint() - start), value];
+}
+
 /** The median of unsorted values. */
 export function median(values: readonly number[]): number {
   return percentile([...values].sort((a, b) => a - b), 0.5);
