@@ -3,7 +3,7 @@
  * builds it first), on the docs example and on deliberately broken environments.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -19,6 +19,14 @@ function llmix(args: string[], input?: string) {
 describe("llmix CLI", () => {
   it("is built", () => {
     expect(existsSync(bin), "run `npm run build` first (npm test does)").toBe(true);
+  });
+
+  it("is executable, as `npx llmix` (the README's first command) runs the file itself", () => {
+    expect(statSync(bin).mode & 0o111).toBe(0o111);
+    const run = spawnSync("npx", ["--no-install", "llmix", "envs", "--json"], { cwd: root, encoding: "utf8", timeout: 60_000 });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout).map((e: { id: string }) => e.id)).toContain("billing-dispute");
   });
 
   it("check --module passes on the correct example and prints every check", () => {
