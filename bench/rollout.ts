@@ -3,7 +3,13 @@
  * and on 2 worker threads, both with 2 episodes in flight per thread, into an in-memory store. Runs the
  * compiled runner from dist/ (`npm run bench` builds first), so worker threads load plain JavaScript as
  * they do for users. Reports wall-clock rates (thread start-up included) and steady-state rates (the
- * episodes after the first 15%, when every thread is warm), as medians over repeats.
+ * episodes after the first 15%), as medians over repeats.
+ *
+ * Two ways to run on 2 threads: a warm pool (a WorkerPool kept between runs, as a training loop keeps
+ * one) and new threads for each run (what one `llmix rollout --workers 2` does). The baseline's main
+ * thread stays warm from run to run, so the warm pool is the like-for-like comparison; new threads
+ * JIT-compile the environment's code again (seconds of optimising-compiler time per thread), on the
+ * same two cores, for about the first thousand episodes.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -11,6 +17,8 @@ import { median } from "./harness.js";
 
 export interface RolloutRate {
   workers: number;
+  /** Where the episodes ran: the main thread, a pool kept warm between runs, or threads new to this run. */
+  threads: "main thread" | "warm pool" | "new threads";
   episodes: number;
   /** Episodes and steps per second over the whole run, thread start-up included (median of repeats). */
   episodes_per_s: number;
@@ -23,6 +31,7 @@ export interface RolloutRate {
 
 interface DistRunner {
   rollout: typeof import("../src/rollout/runner.js").rollout;
+  WorkerPool: typeof import("../src/rollout/worker-pool.js").WorkerPool;
   openStore: typeof import("../src/store/sqlite-store.js").openStore;
   builtinRegistry: typeof import("../src/envs/index.js").builtinRegistry;
 }
@@ -30,18 +39,20 @@ interface DistRunner {
 /** The compiled modules: the environment, the runner and its workers all run the same JavaScript. */
 async function loadDist(): Promise<DistRunner> {
   const load = (path: string) => import(new URL(`../dist/${path}`, import.meta.url).href);
-  const [runner, store, envs] = await Promise.all([load("rollout/runner.js"), load("store/sqlite-store.js"), load("envs/index.js")]);
-  return { rollout: runner.rollout, openStore: store.openStore, builtinRegistry: envs.builtinRegistry };
+  const [runner, pool, store, envs] = await Promise.all([load("rollout/runner.js"), load("rollout/worker-pool.js"), load("store/sqlite-store.js"), load("envs/index.js")]);
+  return { rollout: runner.rollout, WorkerPool: pool.WorkerPool, openStore: store.openStore, builtinRegistry: envs.builtinRegistry };
 }
 
-async function once(dist: DistRunner, workers: number, episodes: number, seed: number) {
+type Threads = { workers: number } | { pool: InstanceType<DistRunner["WorkerPool"]> };
+
+async function once(dist: DistRunner, threads: Threads, episodes: number, seed: number) {
   const store = dist.openStore(":memory:");
   const marks: number[] = [];
   const started = performance.now();
   const result = await dist.rollout({
     store,
     registry: dist.builtinRegistry(),
-    workers,
+    ...threads,
     concurrency: 2,
     config: {
       env: "billing-dispute", policy: "oracle", policy_checkpoint: null, n: episodes, group: 1, difficulties: [], split: null,
@@ -80,24 +91,37 @@ async function twoProcesses(episodes: number, seed: number): Promise<number> {
 }
 
 
-/** Oracle rollouts of billing-dispute at workers 1 and 2 (interleaved repeats, so noise hits both). */
+/** Episodes a thread runs before it is measured: the JIT has then compiled the hot code. */
+export const WARM_UP_EPISODES = 1000;
+
+/** Oracle rollouts of billing-dispute at workers 1 and 2 (interleaved repeats, so noise hits all). */
 export async function rolloutRates(options: { episodes?: number; repeats?: number } = {}): Promise<{ rates: RolloutRate[]; two_processes_ratio: number }> {
   const episodes = options.episodes ?? 800;
   const repeats = options.repeats ?? 3;
   const dist = await loadDist();
-  await once(dist, 1, 40, 99); // warm-up: JIT and the tokenizer's tables
-  const runs: Record<number, Array<Awaited<ReturnType<typeof once>>>> = { 1: [], 2: [] };
+  const pool = new dist.WorkerPool(2);
+  // Warm-up: as many episodes per thread for the main thread and for each pool thread.
+  await once(dist, { workers: 1 }, WARM_UP_EPISODES, 99);
+  await once(dist, { pool }, 2 * WARM_UP_EPISODES, 99);
+  const modes: Array<{ workers: number; threads: RolloutRate["threads"]; run: (seed: number) => ReturnType<typeof once> }> = [
+    { workers: 1, threads: "main thread", run: (seed) => once(dist, { workers: 1 }, episodes, seed) },
+    { workers: 2, threads: "warm pool", run: (seed) => once(dist, { pool }, episodes, seed) },
+    { workers: 2, threads: "new threads", run: (seed) => once(dist, { workers: 2 }, episodes, seed) },
+  ];
+  const runs = modes.map(() => [] as Array<Awaited<ReturnType<typeof once>>>);
   const pairs: number[] = [];
   for (let r = 0; r < repeats; r++) {
-    for (const workers of [1, 2]) runs[workers]?.push(await once(dist, workers, episodes, r));
+    for (const [i, mode] of modes.entries()) runs[i]?.push(await mode.run(r));
     pairs.push(await twoProcesses(episodes, r));
   }
-  const base = median((runs[1] ?? []).map((x) => x.steady_episodes_per_s));
-  const rates = [1, 2].map((workers) => {
-    const list = runs[workers] ?? [];
+  await pool.close();
+  const base = median((runs[0] ?? []).map((x) => x.steady_episodes_per_s));
+  const rates = modes.map(({ workers, threads }, i) => {
+    const list = runs[i] ?? [];
     const steady = median(list.map((x) => x.steady_episodes_per_s));
     return {
       workers,
+      threads,
       episodes,
       episodes_per_s: round(median(list.map((x) => x.episodes_per_s))),
       steps_per_s: round(median(list.map((x) => x.steps_per_s))),
@@ -115,8 +139,8 @@ function round(x: number): number {
 if (process.argv[2] === "--child") {
   // One process of the two-process ceiling: print its steady episodes/s.
   const dist = await loadDist();
-  await once(dist, 1, 40, 99);
-  console.log((await once(dist, 1, Number(process.argv[3]), Number(process.argv[4]))).steady_episodes_per_s);
+  await once(dist, { workers: 1 }, WARM_UP_EPISODES, 99);
+  console.log((await once(dist, { workers: 1 }, Number(process.argv[3]), Number(process.argv[4]))).steady_episodes_per_s);
 } else if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(await rolloutRates());
 }

@@ -17,7 +17,7 @@ import { formatNs, measure, type Measurement } from "./harness.js";
 import { codeRunnerLatency, type CodeRunnerLatency } from "./code-runner.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
-import { rolloutRates, type RolloutRate } from "./rollout.js";
+import { rolloutRates, WARM_UP_EPISODES, type RolloutRate } from "./rollout.js";
 import { serviceRates, sessionMemory, type SessionMemory, type TransportRate } from "./service.js";
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
@@ -184,7 +184,7 @@ async function pipeline(): Promise<{ rollouts: RolloutRate[]; twoProcesses: numb
   console.log("\nRollout throughput: billing-dispute, oracle, 2 episodes in flight per thread (baseline: --workers 1)");
   const { rates: rollouts, two_processes_ratio: twoProcesses } = await rolloutRates();
   for (const r of rollouts) {
-    console.log(`  workers ${r.workers}: ${r.episodes_per_s} episodes/s, ${r.steps_per_s} steps/s (wall clock); steady ${r.steady_episodes_per_s} episodes/s, x${r.speedup}`);
+    console.log(`  workers ${r.workers} (${r.threads}): ${r.episodes_per_s} episodes/s, ${r.steps_per_s} steps/s (wall clock); steady ${r.steady_episodes_per_s} episodes/s, x${r.speedup}`);
   }
   console.log(`  ceiling: two separate workers=1 processes at once reach x${twoProcesses} of one (the most parallelism this machine gives this workload)`);
   console.log("\nTrajectory store: batched inserts (baseline: raw better-sqlite3 into one table)");
@@ -262,11 +262,11 @@ const md = [
   "",
   "## Rollout throughput (billing-dispute, oracle; ratio of steady-state rate to --workers 1)",
   "",
-  "| workers | episodes | episodes/s (wall clock) | steps/s (wall clock) | steady-state episodes/s | ratio |",
-  "|---|---|---|---|---|---|",
-  ...rollouts.map((r) => `| ${r.workers} | ${r.episodes} | ${r.episodes_per_s} | ${r.steps_per_s} | ${r.steady_episodes_per_s} | ${r.speedup} |`),
+  "| workers | threads | episodes | episodes/s (wall clock) | steps/s (wall clock) | steady-state episodes/s | ratio |",
+  "|---|---|---|---|---|---|---|",
+  ...rollouts.map((r) => `| ${r.workers} | ${r.threads} | ${r.episodes} | ${r.episodes_per_s} | ${r.steps_per_s} | ${r.steady_episodes_per_s} | ${r.speedup} |`),
   "",
-  `Ceiling on this machine: two separate \`--workers 1\` processes at once reach x${twoProcesses} of one process's steady rate.`,
+  `Every thread is measured after ${WARM_UP_EPISODES} warm-up episodes, except "new threads": threads started for the run, as one \`llmix rollout --workers 2\` starts them, JIT-compile the environment's code again while they run. Two separate \`--workers 1\` processes at once reach x${twoProcesses} of one process's steady rate.`,
   "",
   "## Trajectory store (batched writeEpisodes; ratio to raw better-sqlite3 inserts of the same rows)",
   "",

@@ -25,3 +25,8 @@ export * from "./sandboxes/terminal.js";
 export { randomPolicy } from "./rollout/policies/random.js";
 export { runChecks, CHECK_NAMES, type CheckReport, type CheckResult, type CheckOptions } from "./qa/checks.js";
 export { builtinRegistry, BUILTIN_ENVIRONMENTS } from "./envs/index.js";
+export { rollout, newRunId, type RolloutOptions, type RolloutResult, type RolloutProgress } from "./rollout/runner.js";
+export { WorkerPool } from "./rollout/worker-pool.js";
+export type { RolloutConfig } from "./rollout/plan.js";
+export { openStore, DEFAULT_STORE_PATH, type SqliteTrajectoryStore } from "./store/sqlite-store.js";
+export type * from "./store/types.js";

@@ -1,12 +1,12 @@
 /**
  * The rollout runner (DESIGN §6): runs a plan's episode jobs with `concurrency` episodes in flight per
- * thread, on the main thread (`workers` <= 1) or on `workers` worker threads, writes each finished
+ * thread, on the main thread (`workers` <= 1) or on worker threads (a WorkerPool), writes each finished
  * episode to the trajectory store as it comes, sets a group's advantages once the whole group is stored,
  * and computes the run's metrics at the end. The unit of work is an `EpisodeJob` (plain JSON), so jobs
  * can later come from a queue on other machines.
  */
 import { randomBytes } from "node:crypto";
-import { NotFoundError, ValidationError } from "../core/errors.js";
+import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment, EnvironmentEntry, EnvironmentRegistry } from "../core/registry.js";
 import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type StoredEpisode, type TrajectoryStore } from "../store/types.js";
@@ -16,7 +16,8 @@ import { runMetrics, type SliceMetrics } from "./metrics.js";
 import { planJobs, validateConfig, type RolloutConfig } from "./plan.js";
 import { parsePolicySpec, type PolicySpecOptions } from "./policies/index.js";
 import { sentAction } from "./replay.js";
-import { runJobsInProcess, runJobsOnWorkers, type JobRunner } from "./pool.js";
+import { runJobsInProcess } from "./pool.js";
+import { WorkerPool } from "./worker-pool.js";
 
 /** Progress after each stored episode. */
 export interface RolloutProgress {
@@ -35,7 +36,10 @@ export interface RolloutOptions {
   /** Id of a new run (default: run-<UTC time>-<random>). */
   runId?: string;
   concurrency?: number;
+  /** Worker threads for this run (started and stopped by it); 1: run on the main thread. */
   workers?: number;
+  /** Run on this pool's threads instead (they stay up after the run, warm for the next); `workers` is ignored. */
+  pool?: WorkerPool;
   store: TrajectoryStore;
   registry: EnvironmentRegistry;
   /** Options for the policy spec (openai flags); passed to workers as JSON. */
@@ -76,6 +80,7 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   if (!Number.isSafeInteger(workers) || workers < 1 || workers > 64) {
     throw new ValidationError("invalid_argument", `workers must be an integer in [1, 64], got ${workers}`);
   }
+  if (options.pool?.closed) throw new LlmixError("internal", "this worker pool is closed");
   const { store, registry } = options;
   const { runId, config, resumed } = await resolveRun(options);
   const entry = registry.get(config.env);
@@ -123,10 +128,12 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     options.onProgress?.({ done: before + ran, total: jobs.length, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
   };
   options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
-  const runner: JobRunner = workers <= 1 ? runJobsInProcess : runJobsOnWorkers;
+  const pool = options.pool ?? (workers > 1 ? new WorkerPool(workers) : null);
+  const runnerOptions = { config, concurrency, registry, source, policyOptions: options.policyOptions, onResult };
   try {
-    if (todo.length > 0) await runner(todo, { config, concurrency, workers, registry, source, policyOptions: options.policyOptions, onResult });
+    if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
   } finally {
+    if (pool && pool !== options.pool) await pool.close();
     // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
     await writer.flush();
   }

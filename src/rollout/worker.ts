@@ -1,24 +1,26 @@
 /**
- * A rollout worker thread: builds the environment (built-ins plus the config's `--module` files) and the
- * policy, then runs `concurrency` slots that ask the main thread for jobs and send back stored episodes.
+ * A rollout worker thread of a WorkerPool. For each run the main thread sends, it builds the environment
+ * (built-ins plus the config's `--module` files) and the policy, runs `concurrency` slots that ask the
+ * main thread for jobs and send back stored episodes, then reports itself idle and waits for the next run.
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { LlmixError, toLlmixError } from "../core/errors.js";
 import { addModules } from "../core/load-module.js";
+import type { EnvironmentRegistry } from "../core/registry.js";
 import { builtinRegistry } from "../envs/index.js";
 import type { EpisodeJob } from "./episode.js";
 import { parsePolicySpec } from "./policies/index.js";
-import { runSlots, type MainMessage, type WorkerData, type WorkerMessage } from "./pool.js";
+import { runSlots } from "./pool.js";
+import type { MainMessage, WorkerMessage, WorkerRun } from "./worker-pool.js";
 
 if (!parentPort) throw new LlmixError("internal", "rollout worker: not started as a worker thread");
 const port = parentPort;
-const data = workerData as WorkerData;
 const send = (message: WorkerMessage) => port.postMessage(message);
 
 /**
- * The worker's side of the job queue: jobs arrive ahead of need (up to `ahead` beyond the ones running),
- * so a slot that finishes takes its next job at once. Taking a job tells the main thread it started (a
- * crash then records it as failed; queued jobs go back to the main queue) and asks for one more.
+ * The worker's side of one run's job queue: jobs arrive ahead of need (up to `ahead` beyond the ones
+ * running), so a slot that finishes takes its next job at once. Taking a job tells the main thread it
+ * started (a crash then records it as failed; queued jobs go back to the main queue) and asks for one more.
  */
 class JobFeed {
   private readonly queued: EpisodeJob[] = [];
@@ -28,9 +30,7 @@ class JobFeed {
   /** Slots waiting for jobs to arrive. */
   private waiters: Array<() => void> = [];
 
-  constructor(private readonly ahead: number) {
-    port.on("message", (message: MainMessage) => this.receive(message.jobs));
-  }
+  constructor(private readonly ahead: number) {}
 
   /** The next job, or null when the main thread has no more. */
   async take(): Promise<EpisodeJob | null> {
@@ -44,40 +44,62 @@ class JobFeed {
     return job;
   }
 
-  private ask(count: number, started: string | null): void {
-    if (count > 0) this.asked.push(count);
-    send({ type: "next", count, started });
-  }
-
-  private receive(jobs: EpisodeJob[]): void {
+  /** Jobs answering the oldest request. */
+  receive(jobs: EpisodeJob[]): void {
     const count = this.asked.shift() ?? 0;
     if (jobs.length < count) this.exhausted = true;
     this.queued.push(...jobs);
     for (const wake of this.waiters.splice(0)) wake();
   }
+
+  private ask(count: number, started: string | null): void {
+    if (count > 0) this.asked.push(count);
+    send({ type: "next", count, started });
+  }
 }
 
-async function main(): Promise<void> {
-  const registry = builtinRegistry();
-  await addModules(registry, data.config.modules);
-  const entry = registry.get(data.config.env);
+/** Registries by `--module` list: a module is loaded once per thread, however many runs use it. */
+const registries = new Map<string, Promise<EnvironmentRegistry>>();
+
+function registryFor(modules: readonly string[]): Promise<EnvironmentRegistry> {
+  const key = JSON.stringify(modules);
+  let registry = registries.get(key);
+  if (!registry) {
+    const fresh = builtinRegistry();
+    registry = addModules(fresh, modules).then(() => fresh);
+    // A module that failed to load is tried again by the next run that names it.
+    registry.catch(() => registries.delete(key));
+    registries.set(key, registry);
+  }
+  return registry;
+}
+
+let feed: JobFeed | null = null;
+
+async function run(data: WorkerRun): Promise<void> {
+  const entry = (await registryFor(data.config.modules)).get(data.config.env);
   const source = parsePolicySpec(data.config.policy, { openai: data.policyOptions });
-  const feed = new JobFeed(data.concurrency);
-  await runSlots(
-    () => feed.take(),
-    {
-      config: data.config,
-      concurrency: data.concurrency,
-      create: () => entry.create(data.config.env_options),
-      source,
-      onResult: (stored) => send({ type: "result", stored }),
-    },
-  );
-  port.close();
+  const jobs = new JobFeed(data.concurrency);
+  feed = jobs;
+  await runSlots(() => jobs.take(), {
+    config: data.config,
+    concurrency: data.concurrency,
+    create: () => entry.create(data.config.env_options),
+    source,
+    onResult: (stored) => send({ type: "result", stored }),
+  });
+  feed = null;
+  send({ type: "idle" });
 }
 
-main().catch((error: unknown) => {
-  const e = toLlmixError(error);
-  send({ type: "fatal", error: { code: e.code, message: e.message } });
-  port.close();
+port.on("message", (message: MainMessage) => {
+  if (message.type === "jobs") {
+    feed?.receive(message.jobs);
+    return;
+  }
+  run(message.run).catch((error: unknown) => {
+    const e = toLlmixError(error);
+    send({ type: "fatal", error: { code: e.code, message: e.message } });
+    port.close();
+  });
 });

@@ -5,6 +5,7 @@ import type { RolloutConfig } from "../../src/rollout/plan.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { addModules } from "../../src/core/load-module.js";
 import { CRASH_TASK } from "../fixtures/worker-crash-env.js";
+import { WorkerPool } from "../../src/rollout/worker-pool.js";
 import type { TrajectoryStore } from "../../src/store/types.js";
 
 const stores: TrajectoryStore[] = [];
@@ -116,27 +117,47 @@ describe("rollout runner", () => {
     expect(await fingerprintOf(b, "run-w")).toEqual(await fingerprintOf(a, "run-w"));
   }, 60_000);
 
-  it("survives a worker that dies: its started episode is an error, its queued jobs run elsewhere", async () => {
+  it("survives a worker that dies: its started episode is an error, its queued jobs run elsewhere, the pool goes on", async () => {
     const store = memoryStore();
     const module = new URL("../fixtures/worker-crash-env.ts", import.meta.url).pathname;
     const tasks = ["tiny/easy/seed-1", "tiny/easy/seed-2", CRASH_TASK, "tiny/easy/seed-4", "tiny/easy/seed-5", "tiny/easy/seed-6", "tiny/easy/seed-7", "tiny/easy/seed-8"];
     const registry = builtinRegistry();
     await addModules(registry, [module]);
-    const r = await rollout({
-      store,
-      registry,
-      runId: "run-crash",
-      config: config({ env: "worker-crash", policy: "oracle", n: 8, group: 1, difficulties: [], task_ids: tasks, modules: [module] }),
+    const pool = new WorkerPool(2);
+    const crashConfig = (taskIds: string[]) => config({ env: "worker-crash", policy: "oracle", n: taskIds.length, group: 1, difficulties: [], task_ids: taskIds, modules: [module] });
+    try {
       // One slot per worker: the dead worker's only started episode is the crashing one.
-      concurrency: 1,
-      workers: 2,
-    });
-    expect(r.episodes).toBe(8);
-    const episodes = await store.episodes({ run_id: "run-crash" });
-    const failed = episodes.filter((e) => e.status === "error");
-    expect(failed.map((e) => e.task_id)).toEqual([CRASH_TASK]);
-    expect(failed[0]?.error?.message).toContain("worker thread exited");
-    expect(episodes.filter((e) => e.status === "ok" && e.outcome === 1)).toHaveLength(7);
+      const r = await rollout({ store, registry, runId: "run-crash", config: crashConfig(tasks), concurrency: 1, pool });
+      expect(r.episodes).toBe(8);
+      const episodes = await store.episodes({ run_id: "run-crash" });
+      const failed = episodes.filter((e) => e.status === "error");
+      expect(failed.map((e) => e.task_id)).toEqual([CRASH_TASK]);
+      expect(failed[0]?.error?.message).toContain("worker thread exited");
+      expect(episodes.filter((e) => e.status === "ok" && e.outcome === 1)).toHaveLength(7);
+      expect(pool.threadsStarted).toBe(3);
+
+      const next = await rollout({ store, registry, runId: "run-after-crash", config: crashConfig(tasks.filter((t) => t !== CRASH_TASK)), concurrency: 1, pool });
+      expect([next.episodes, next.errors]).toEqual([7, 0]);
+      expect(pool.threadsStarted).toBe(3);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  it("keeps a worker pool's threads between runs; runs asked for at once take turns; a closed pool refuses", async () => {
+    const reference = memoryStore();
+    await rollout({ store: reference, registry: builtinRegistry(), runId: "run-p", config: config(), concurrency: 2 });
+    const pool = new WorkerPool(2);
+    const stores = [memoryStore(), memoryStore(), memoryStore()];
+    const onPool = (store: TrajectoryStore) => rollout({ store, registry: builtinRegistry(), runId: "run-p", config: config(), concurrency: 2, pool });
+    await onPool(stores[0] as TrajectoryStore);
+    await Promise.all([onPool(stores[1] as TrajectoryStore), onPool(stores[2] as TrajectoryStore)]);
+    expect(pool.threadsStarted).toBe(2);
+    for (const store of stores) expect(await fingerprintOf(store, "run-p")).toEqual(await fingerprintOf(reference, "run-p"));
+    await pool.close();
+    const refused = await onPool(memoryStore()).catch((e: { code?: string; message: string }) => `${e.code}: ${e.message}`);
+    expect(refused).toBe("internal: this worker pool is closed");
+    expect(() => new WorkerPool(0)).toThrow(/workers must be an integer in \[1, 64\]/);
   }, 60_000);
 
   it("refuses bad configs before storing anything", async () => {
