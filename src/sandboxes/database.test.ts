@@ -122,6 +122,41 @@ describe("SqlDatabase owner API", () => {
   });
 });
 
+describe("schema cache (tables and columns are read once between writes)", () => {
+  it("sees every way the schema can change", () => {
+    const db = seeded();
+    expect(db.tables()).toEqual(["orders", "users"]);
+    db.run("CREATE TABLE extra (k TEXT PRIMARY KEY, v TEXT)");
+    expect(db.tables()).toEqual(["extra", "orders", "users"]);
+    expect(db.primaryKey("extra")).toEqual(["k"]);
+    db.query("ALTER TABLE extra ADD COLUMN w INTEGER");
+    expect(db.columns("extra")).toEqual(["k", "v", "w"]);
+    db.exec("DROP TABLE extra");
+    expect(db.tables()).toEqual(["orders", "users"]);
+    expect(codeOf(() => db.columns("extra"))).toBe("sql_error");
+    // Seen inside a transaction that rolls back: the cache must not keep the undone table.
+    expect(() =>
+      db.transaction(() => {
+        db.run("CREATE TABLE doomed (a)");
+        expect(db.tables()).toContain("doomed");
+        throw new Error("roll back");
+      }),
+    ).toThrow("roll back");
+    expect(db.tables()).toEqual(["orders", "users"]);
+    db.run("CREATE TABLE kept (b)");
+    expect(db.tables()).toEqual(["kept", "orders", "users"]);
+    // A restore brings another schema.
+    const other = new SqlDatabase();
+    other.exec("CREATE TABLE only_here (x INTEGER PRIMARY KEY)");
+    db.restore(other.snapshot());
+    expect(db.tables()).toEqual(["only_here"]);
+    expect(db.columns("only_here")).toEqual(["x"]);
+    // Callers get copies.
+    db.tables().push("junk");
+    expect(db.tables()).toEqual(["only_here"]);
+  });
+});
+
 describe("read-only access", () => {
   it.each([
     ["INSERT INTO users (name) VALUES ('Eve')", "INSERT INTO users …"],

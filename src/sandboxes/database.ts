@@ -63,6 +63,12 @@ export interface SqliteSnapshot {
   random?: RngState;
 }
 
+/** A column as dumps and diffs need it: its name and its position in the primary key (0: not in it). */
+interface ColumnInfo {
+  name: string;
+  pk: number;
+}
+
 /** Anything that tells virtual time in epoch milliseconds (a `VirtualClock` fits). */
 export type DbClock = { now(): number } | (() => number);
 
@@ -123,6 +129,11 @@ export class SqlDatabase implements Sandbox {
   private readonly dateStatements = new Map<string, Statement>();
   /** Prepared owner statements of the current handle: tools run the same few queries every step. */
   private readonly statements = new Map<string, Statement>();
+  /**
+   * Table names and columns, read once between writes: a dump or a diff asks for every table's columns,
+   * some twice. Emptied by anything that may change the schema (any statement that is not read-only).
+   */
+  private schema: { tables: string[] | null; columns: Map<string, ColumnInfo[]> } | null = null;
 
   constructor(options: SqlDatabaseOptions = {}) {
     this.clock = options.clock ?? { now: () => DEFAULT_EPOCH_MS };
@@ -174,6 +185,7 @@ export class SqlDatabase implements Sandbox {
    */
   exec(sql: string): void {
     const db = this.handle();
+    this.schema = null;
     try {
       db.exec(sql);
     } catch (error) {
@@ -235,6 +247,8 @@ export class SqlDatabase implements Sandbox {
     try {
       return db.transaction(fn)();
     } catch (error) {
+      // The rollback may have undone schema changes the cache saw inside the transaction.
+      this.schema = null;
       if (error instanceof LlmixError) throw error;
       throw sqlError(error, "");
     }
@@ -242,11 +256,15 @@ export class SqlDatabase implements Sandbox {
 
   /** User tables (ordinary and virtual; no sqlite_ internals, no FTS shadow tables), sorted by name. */
   tables(): string[] {
-    const rows = this.handle().prepare("PRAGMA main.table_list").all() as { name: string; type: string }[];
-    return rows
-      .filter((r) => (r.type === "table" || r.type === "virtual") && !r.name.toLowerCase().startsWith("sqlite_"))
-      .map((r) => r.name)
-      .sort(compareStrings);
+    const schema = this.currentSchema();
+    if (schema.tables === null) {
+      const rows = this.prepare("PRAGMA main.table_list").all() as { name: string; type: string }[];
+      schema.tables = rows
+        .filter((r) => (r.type === "table" || r.type === "virtual") && !r.name.toLowerCase().startsWith("sqlite_"))
+        .map((r) => r.name)
+        .sort(compareStrings);
+    }
+    return [...schema.tables];
   }
 
   /** Column names of a table or view, in declaration order (generated columns included). */
@@ -364,7 +382,7 @@ export class SqlDatabase implements Sandbox {
   /** A table's columns, key and rows with raw SQLite values (bigint integers, Buffer blobs). @internal */
   readTable(table: string): RawTable {
     const key = this.primaryKey(table);
-    const declared = this.columnInfo(table).map((c) => c.name);
+    const declared = this.columns(table);
     const rowidKey = key.length === 1 && !declared.includes(key[0]) ? key[0] : null;
     const select = rowidKey ? `SELECT ${rowidKey} AS ${quoteIdent(rowidKey)}, * FROM` : "SELECT * FROM";
     try {
@@ -386,15 +404,23 @@ export class SqlDatabase implements Sandbox {
     return this.db;
   }
 
-  private columnInfo(table: string): { name: string; pk: number }[] {
-    // One cached statement for every table: dumps and diffs ask for each table's columns twice, and every
-    // statement left on a handle is finalized when it closes. The table-valued pragma runs at each call,
-    // so schema changes show.
-    const rows = this.prepare("SELECT name, pk, hidden FROM pragma_table_xinfo(?, 'main')")
-      .safeIntegers(false)
-      .all(table) as { name: string; pk: number; hidden: number }[];
-    if (rows.length === 0) throw new SandboxError("sql_error", `SQL error: no such table: ${table}`, { table });
-    return rows.filter((r) => r.hidden !== 1).map((r) => ({ name: r.name, pk: r.pk }));
+  private columnInfo(table: string): ColumnInfo[] {
+    const schema = this.currentSchema();
+    let columns = schema.columns.get(table);
+    if (columns === undefined) {
+      const rows = this.prepare("SELECT name, pk, hidden FROM pragma_table_xinfo(?, 'main')")
+        .safeIntegers(false)
+        .all(table) as { name: string; pk: number; hidden: number }[];
+      if (rows.length === 0) throw new SandboxError("sql_error", `SQL error: no such table: ${table}`, { table });
+      columns = rows.filter((r) => r.hidden !== 1).map((r) => ({ name: r.name, pk: r.pk }));
+      schema.columns.set(table, columns);
+    }
+    return columns;
+  }
+
+  private currentSchema(): NonNullable<SqlDatabase["schema"]> {
+    this.schema ??= { tables: null, columns: new Map() };
+    return this.schema;
   }
 
   private prepare(sql: string, agent = false): Statement {
@@ -420,7 +446,9 @@ export class SqlDatabase implements Sandbox {
     }
   }
 
+  /** Refuse a write under read access; a statement that may write may change the schema. */
   private checkWrite(stmt: Statement, sql: string): void {
+    if (!stmt.readonly) this.schema = null;
     if (this.mode === "read" && !stmt.readonly) throw readOnlyError(sql);
   }
 
@@ -430,6 +458,7 @@ export class SqlDatabase implements Sandbox {
     const next = this.openChecked(bytes);
     this.db.close();
     this.statements.clear();
+    this.schema = null;
     this.db = next;
   }
 
