@@ -264,7 +264,9 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected readonly options: EnvironmentOptions;
   private current: RunningEpisode<Task, World> | null = null;
   private closed = false;
-  private readonly referenceCache = new Map<string, JsonValue>();
+  /** Reference views by view function, then by task and seed. */
+  private readonly referenceCache = new WeakMap<(world: World) => JsonValue, Map<string, JsonValue>>();
+  private readonly snapshotView = (world: World): JsonValue => this.snapshotWorld(world);
   private readonly taskCache = new Map<string, { id: TaskId; task: Task }>();
   private bounds?: Record<string, ComponentBounds>;
 
@@ -495,20 +497,34 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
    * The world state the reference solver reaches on a fresh copy of this episode's task and seed,
    * as `snapshotWorld` JSON. State-difference verifiers compare the episode's final world against it.
    */
-  protected async referenceWorld(): Promise<JsonValue> {
+  protected referenceWorld(): Promise<JsonValue> {
+    return this.referenceView(this.snapshotView);
+  }
+
+  /**
+   * What `view` makes of the reference solver's final world (see `referenceWorld`). The view runs on
+   * the live world before it is closed, so a verifier that compares only part of it (a table dump, say)
+   * skips the snapshot's round trip. Cached per view function, task and seed (the last 32 of each view).
+   */
+  protected async referenceView<T extends JsonValue>(view: (world: World) => T): Promise<T> {
     const ep = this.require();
     const key = `${ep.id.id}|${ep.seed}`;
-    const cached = this.referenceCache.get(key);
-    if (cached !== undefined) return cloneJson(cached);
+    let cache = this.referenceCache.get(view);
+    if (cache === undefined) {
+      cache = new Map();
+      this.referenceCache.set(view, cache);
+    }
+    const cached = cache.get(key);
+    if (cached !== undefined) return cloneJson(cached) as T;
     const Peer = this.constructor as new (options: EnvironmentOptions) => BaseEnvironment<Task, World>;
     const peer = new Peer({ ...this.options, scoring: false });
     try {
       const initial = await peer.reset(ep.id.id, ep.seed);
       await runPolicy(peer, peer.referenceSolver(), { maxSteps: peer.maxSteps, initial });
-      const state = peer.snapshotWorld(peer.require().world);
-      if (this.referenceCache.size >= 32) this.referenceCache.delete(this.referenceCache.keys().next().value as string);
-      this.referenceCache.set(key, state);
-      return cloneJson(state);
+      const state = view(peer.require().world);
+      if (cache.size >= 32) cache.delete(cache.keys().next().value as string);
+      cache.set(key, state);
+      return cloneJson(state) as T;
     } finally {
       await peer.close();
     }

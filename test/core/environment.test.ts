@@ -13,11 +13,12 @@ import {
   setDefaultTokenizer,
   type Action,
   type EnvironmentSnapshot,
+  type JsonValue,
   type StepResult,
   type Tokenizer,
   type ToolResult,
 } from "../../src/index.js";
-import { addTool, explodeTool, peekTool, TinyEnv, TinyEnvV2 } from "../fixtures/tiny-env.js";
+import { addTool, explodeTool, peekTool, TinyEnv, TinyEnvV2, type TinyWorld } from "../fixtures/tiny-env.js";
 import { InventoryRestock } from "../../examples/inventory-restock.js";
 
 const ID = "tiny/easy/seed-1";
@@ -139,6 +140,44 @@ describe("lifecycle", () => {
     expect(obs.source).toBe("task");
     const r = await env.step({ type: "message", content: "hello" });
     expect(r.terminated).toBe(false);
+  });
+});
+
+/** TinyEnv with its reference views callable from a test, counting the instances made (peers included). */
+class ReferenceProbe extends TinyEnv {
+  static instances = 0;
+  constructor(options: ConstructorParameters<typeof TinyEnv>[0] = {}) {
+    super(options);
+    ReferenceProbe.instances++;
+  }
+  world(): Promise<JsonValue> {
+    return this.referenceWorld();
+  }
+  view<T extends JsonValue>(fn: (world: TinyWorld) => T): Promise<T> {
+    return this.referenceView(fn);
+  }
+}
+
+describe("reference world", () => {
+  it("runs the reference solver on a peer once per view, task and seed, and hands out copies", async () => {
+    const env = new ReferenceProbe();
+    await env.reset(ID, 7);
+    const target = (await env.world()) as { counter: number };
+    const counterOf = (world: TinyWorld) => ({ counter: world.counter, log: [...world.log] });
+    const before = ReferenceProbe.instances;
+    const first = await env.view(counterOf);
+    expect(first.counter).toBe(target.counter);
+    expect(ReferenceProbe.instances).toBe(before + 1);
+    first.log.push("tampered");
+    const again = await env.view(counterOf);
+    expect(again.log).not.toContain("tampered");
+    expect(ReferenceProbe.instances).toBe(before + 1);
+    // Another view runs its own peer; another seed too.
+    await env.view((world) => world.counter);
+    expect(ReferenceProbe.instances).toBe(before + 2);
+    await env.reset(ID, 8);
+    await env.view(counterOf);
+    expect(ReferenceProbe.instances).toBe(before + 3);
   });
 });
 

@@ -16,7 +16,7 @@ import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from 
 import { QUERIES } from "./queries.js";
 import { billingTasks, ENV_ID, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS, violate } from "./tools.js";
-import { outcomeVerifier } from "./verifier.js";
+import { billingState, outcomeVerifier, type BillingState } from "./verifier.js";
 import { capOf, createDatabase, type Session, type World } from "./world.js";
 
 /** Constructor options: the standard ones plus an optional forced scenario (tests, curricula). */
@@ -40,6 +40,9 @@ const END_REASONS: Record<CustomerEnd, string> = {
   refused: "customer_accepted_refusal",
   out_of_patience: "customer_out_of_patience",
 };
+
+/** The reference world as the state verifier compares it (a view: no snapshot round trip). */
+const referenceBillingState = (world: World): BillingState => billingState(world.db);
 
 export class BillingDispute extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
@@ -169,7 +172,7 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
       task: episode.task,
       db: episode.world.db,
       session: episode.world.session,
-      reference: () => this.referenceWorld(),
+      reference: () => this.referenceView(referenceBillingState),
     });
   }
 

@@ -25,8 +25,8 @@ export interface VerifyInput {
   task: Task;
   db: SqlDatabase;
   session: Session;
-  /** The reference solver's final world (snapshotWorld JSON). */
-  reference: () => Promise<JsonValue>;
+  /** The billing state (`billingState`) of the reference solver's final world. */
+  reference: () => Promise<BillingState>;
 }
 
 /** Columns that legitimately differ between two correct episodes. */
@@ -38,10 +38,13 @@ export const IGNORED_COLUMNS: Record<string, readonly string[]> = {
 /** Tables not compared: the audit trail (free text, checked by compliance) and verification attempts. */
 export const IGNORED_TABLES = ["account_notes", "verification_log"];
 
+/** Each billing table as a sorted multiset of canonical rows (JSON text), without the ignored columns. */
+export type BillingState = Record<string, string[]>;
+
 /** The billing tables as sorted multisets of canonical rows, without the ignored columns. */
-export function billingState(db: SqlDatabase | JsonValue): Record<string, string[]> {
+export function billingState(db: SqlDatabase | JsonValue): BillingState {
   const dump = dumpDatabase(db, { ignoreTables: IGNORED_TABLES });
-  const out: Record<string, string[]> = {};
+  const out: BillingState = {};
   for (const [table, rows] of Object.entries(dump)) {
     const drop = new Set(IGNORED_COLUMNS[table] ?? []);
     out[table] = rows.map((r: Row) => canonicalJson(Object.fromEntries(Object.entries(r).filter(([k]) => !drop.has(k))))).sort();
@@ -50,7 +53,7 @@ export function billingState(db: SqlDatabase | JsonValue): Record<string, string
 }
 
 /** Multiset difference of two billing states. */
-export function diffBillingStates(expected: Record<string, string[]>, actual: Record<string, string[]>): StateDiffOutcome {
+export function diffBillingStates(expected: BillingState, actual: BillingState): StateDiffOutcome {
   let matched = 0;
   let total = 0;
   const differences: Record<string, JsonValue> = {};
@@ -97,9 +100,9 @@ const compliance = defineVerifier<VerifyInput>("compliance", (input) => {
   };
 });
 
-const state = stateDiff<VerifyInput, Record<string, string[]>>({
+const state = stateDiff<VerifyInput, BillingState>({
   name: "state",
-  expected: async (input) => billingState(((await input.reference()) as { db: JsonValue }).db),
+  expected: (input) => input.reference(),
   actual: (input) => billingState(input.db),
   diff: diffBillingStates,
   allOrNothing: true,
