@@ -6,7 +6,7 @@
  * can later come from a queue on other machines.
  */
 import { randomBytes } from "node:crypto";
-import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
+import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment, EnvironmentEntry, EnvironmentRegistry } from "../core/registry.js";
 import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type StoredEpisode, type TrajectoryStore } from "../store/types.js";
@@ -80,7 +80,7 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   if (!Number.isSafeInteger(workers) || workers < 1 || workers > 64) {
     throw new ValidationError("invalid_argument", `workers must be an integer in [1, 64], got ${workers}`);
   }
-  if (options.pool?.closed) throw new LlmixError("internal", "this worker pool is closed");
+  if (options.pool?.closed) throw new ValidationError("invalid_argument", "this worker pool is closed");
   const { store, registry } = options;
   const { runId, config, resumed } = await resolveRun(options);
   const entry = registry.get(config.env);

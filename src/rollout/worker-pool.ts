@@ -60,7 +60,7 @@ export class WorkerPool {
 
   /** Run the jobs on the pool's threads; resolves once every job has delivered its one result. */
   run(jobs: readonly EpisodeJob[], options: JobRunnerOptions): Promise<void> {
-    if (this.isClosed) return Promise.reject(new LlmixError("internal", "this worker pool is closed"));
+    if (this.isClosed) return Promise.reject(new ValidationError("invalid_argument", "this worker pool is closed"));
     const turn = this.queue.then(() => this.runNow(jobs, options));
     this.queue = turn.catch(() => undefined);
     return turn;

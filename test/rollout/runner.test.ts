@@ -155,8 +155,10 @@ describe("rollout runner", () => {
     expect(pool.threadsStarted).toBe(2);
     for (const store of stores) expect(await fingerprintOf(store, "run-p")).toEqual(await fingerprintOf(reference, "run-p"));
     await pool.close();
-    const refused = await onPool(memoryStore()).catch((e: { code?: string; message: string }) => `${e.code}: ${e.message}`);
-    expect(refused).toBe("internal: this worker pool is closed");
+    const untouched = memoryStore();
+    const refused = await onPool(untouched).catch((e: { code?: string; message: string }) => `${e.code}: ${e.message}`);
+    expect(refused).toBe("invalid_argument: this worker pool is closed");
+    expect(await untouched.listRuns()).toEqual([]);
     expect(() => new WorkerPool(0)).toThrow(/workers must be an integer in \[1, 64\]/);
   }, 60_000);
 
