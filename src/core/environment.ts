@@ -36,6 +36,7 @@ import { parseAction } from "./action.js";
 import { formatIssues } from "./validation.js";
 import type { Policy } from "./policy.js";
 import { runPolicy } from "./run-policy.js";
+import { ReferenceCache, referenceKey } from "./reference-cache.js";
 import type { AnyTool, ToolContext } from "../tools/define.js";
 import { runToolCall } from "../tools/runner.js";
 import { FailureProfileSchema, LatencyModelSchema, type ToolOverrides } from "../tools/profile.js";
@@ -198,6 +199,11 @@ export function assertSeed(seed: unknown): asserts seed is number {
   }
 }
 
+/** Reference replay results of every environment instance in this thread. */
+const REFERENCES = new ReferenceCache();
+/** The view key of `referenceWorld`'s results (whole-world snapshots). */
+const SNAPSHOT_VIEW = {};
+
 /** The base environment. `Task` is the generated task spec (JSON); `World` the live world state. */
 export abstract class BaseEnvironment<Task = unknown, World = unknown>
   implements AgentEnvironment<EnvironmentSnapshot, Observation, Action>
@@ -264,9 +270,6 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected readonly options: EnvironmentOptions;
   private current: RunningEpisode<Task, World> | null = null;
   private closed = false;
-  /** Reference views by view function, then by task and seed. */
-  private readonly referenceCache = new WeakMap<(world: World) => JsonValue, Map<string, JsonValue>>();
-  private readonly snapshotView = (world: World): JsonValue => this.snapshotWorld(world);
   private readonly taskCache = new Map<string, { id: TaskId; task: Task }>();
   private bounds?: Record<string, ComponentBounds>;
 
@@ -498,36 +501,39 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
    * as `snapshotWorld` JSON. State-difference verifiers compare the episode's final world against it.
    */
   protected referenceWorld(): Promise<JsonValue> {
-    return this.referenceView(this.snapshotView);
+    return this.reference(SNAPSHOT_VIEW, (peer) => peer.snapshotWorld(peer.require().world));
   }
 
   /**
    * What `view` makes of the reference solver's final world (see `referenceWorld`). The view runs on
    * the live world before it is closed, so a verifier that compares only part of it (a table dump, say)
-   * skips the snapshot's round trip. Cached per view function, task and seed (the last 32 of each view).
+   * skips the snapshot's round trip. Pass the same function each time: results are cached per view.
    */
   protected async referenceView<T extends JsonValue>(view: (world: World) => T): Promise<T> {
+    return (await this.reference(view, (peer) => view(peer.require().world))) as T;
+  }
+
+  /**
+   * Replay the reference solver on a peer instance and read its final world, once per view, class,
+   * options, task and seed in this thread (REFERENCES); every caller gets its own copy.
+   */
+  private async reference(view: object, read: (peer: BaseEnvironment<Task, World>) => JsonValue): Promise<JsonValue> {
     const ep = this.require();
-    const key = `${ep.id.id}|${ep.seed}`;
-    let cache = this.referenceCache.get(view);
-    if (cache === undefined) {
-      cache = new Map();
-      this.referenceCache.set(view, cache);
-    }
-    const cached = cache.get(key);
-    if (cached !== undefined) return cloneJson(cached) as T;
-    const Peer = this.constructor as new (options: EnvironmentOptions) => BaseEnvironment<Task, World>;
-    const peer = new Peer({ ...this.options, scoring: false });
-    try {
-      const initial = await peer.reset(ep.id.id, ep.seed);
-      await runPolicy(peer, peer.referenceSolver(), { maxSteps: peer.maxSteps, initial });
-      const state = view(peer.require().world);
-      if (cache.size >= 32) cache.delete(cache.keys().next().value as string);
-      cache.set(key, state);
-      return cloneJson(state) as T;
-    } finally {
-      await peer.close();
-    }
+    // The tokenizer decides token-budget truncation, so the process default is part of the key too.
+    const options = { ...this.options, tokenizer: this.options.tokenizer ?? getDefaultTokenizer() };
+    const key = referenceKey(this.constructor, options, ep.id.id, ep.seed);
+    const result = await REFERENCES.get(view, key, async () => {
+      const Peer = this.constructor as new (options: EnvironmentOptions) => BaseEnvironment<Task, World>;
+      const peer = new Peer({ ...this.options, scoring: false });
+      try {
+        const initial = await peer.reset(ep.id.id, ep.seed);
+        await runPolicy(peer, peer.referenceSolver(), { maxSteps: peer.maxSteps, initial });
+        return read(peer);
+      } finally {
+        await peer.close();
+      }
+    });
+    return cloneJson(result);
   }
 
   private async callTool(

@@ -159,7 +159,7 @@ class ReferenceProbe extends TinyEnv {
 }
 
 describe("reference world", () => {
-  it("runs the reference solver on a peer once per view, task and seed, and hands out copies", async () => {
+  it("replays the reference once per view, class, options, task and seed, shared by instances, and hands out copies", async () => {
     const env = new ReferenceProbe();
     await env.reset(ID, 7);
     const target = (await env.world()) as { counter: number };
@@ -172,12 +172,37 @@ describe("reference world", () => {
     const again = await env.view(counterOf);
     expect(again.log).not.toContain("tampered");
     expect(ReferenceProbe.instances).toBe(before + 1);
-    // Another view runs its own peer; another seed too.
-    await env.view((world) => world.counter);
+
+    // Another instance with the same options (a GRPO group's next session): no replay.
+    const sibling = new ReferenceProbe();
+    await sibling.reset(ID, 7);
+    expect(await sibling.view(counterOf)).toEqual({ counter: target.counter, log: again.log });
+    expect(await sibling.world()).toEqual(target);
     expect(ReferenceProbe.instances).toBe(before + 2);
+
+    // Another view, seed or option, or another tokenizer, replays.
+    // (Each new ReferenceProbe below counts itself, and its replay's peer counts one more.)
+    await env.view((world) => world.counter);
+    expect(ReferenceProbe.instances).toBe(before + 3);
     await env.reset(ID, 8);
     await env.view(counterOf);
-    expect(ReferenceProbe.instances).toBe(before + 3);
+    expect(ReferenceProbe.instances).toBe(before + 4);
+    const tight = new ReferenceProbe({ maxSteps: 3 });
+    await tight.reset(ID, 8);
+    await tight.view(counterOf);
+    expect(ReferenceProbe.instances).toBe(before + 6);
+    const chars = new ReferenceProbe({ tokenizer: approximateTokenizer });
+    await chars.reset(ID, 8);
+    await chars.view(counterOf);
+    expect(ReferenceProbe.instances).toBe(before + 8);
+
+    // Concurrent episodes of one group wait for one replay.
+    const group = Array.from({ length: 4 }, () => new ReferenceProbe());
+    await Promise.all(group.map((e) => e.reset(ID, 9)));
+    const counted = ReferenceProbe.instances;
+    const views = await Promise.all(group.map((e) => e.view(counterOf)));
+    expect(new Set(views.map((v) => JSON.stringify(v))).size).toBe(1);
+    expect(ReferenceProbe.instances).toBe(counted + 1);
   });
 });
 
