@@ -2,6 +2,7 @@ import { expect } from "vitest";
 import { LlmixError } from "../src/index.js";
 import { fingerprint } from "../src/core/json.js";
 import type { AnyEnvironment, EnvironmentEntry } from "../src/core/registry.js";
+import type { RolloutConfig } from "../src/rollout/plan.js";
 import { generateTask, taskFingerprint } from "../src/tasks/generator.js";
 
 /** The code of the LlmixError `fn` throws (failing the test if it throws anything else), or undefined. */
@@ -32,4 +33,12 @@ export async function expectGolden(entry: EnvironmentEntry, [taskId, task, snaps
   } finally {
     await env.close();
   }
+}
+
+/** A rollout config for tests: 8 noisy-oracle billing-dispute episodes in easy groups of 4, seed 5, plus `over`. */
+export function rolloutConfig(over: Partial<RolloutConfig> = {}): RolloutConfig {
+  return {
+    env: "billing-dispute", policy: "noisy-oracle:0.3", policy_checkpoint: null, n: 8, group: 4, difficulties: ["easy"], split: null,
+    task_ids: null, seed: 5, timeout_ms: 60_000, env_options: {}, modules: [], ...over,
+  };
 }

@@ -54,11 +54,7 @@ export class ReferenceCache {
 
   /** The cached result for (view, key), or `compute()`'s, which is cached. Callers must not mutate it. */
   get(view: object, key: string, compute: () => Promise<JsonValue>): Promise<JsonValue> {
-    let results = this.byView.get(view);
-    if (results === undefined) {
-      results = new Map();
-      this.byView.set(view, results);
-    }
+    const results = this.resultsOf(view);
     const cached = results.get(key);
     if (cached !== undefined) {
       // Most recently used last: the first entry is the one to evict.
@@ -69,10 +65,19 @@ export class ReferenceCache {
     const fresh = compute();
     results.set(key, fresh);
     if (results.size > this.capacity) results.delete(results.keys().next().value as string);
-    const owner = results;
     fresh.catch(() => {
-      if (owner.get(key) === fresh) owner.delete(key);
+      if (results.get(key) === fresh) results.delete(key);
     });
     return fresh;
+  }
+
+  /** The results of one view (an empty map the first time). */
+  private resultsOf(view: object): Map<string, Promise<JsonValue>> {
+    let results = this.byView.get(view);
+    if (results === undefined) {
+      results = new Map();
+      this.byView.set(view, results);
+    }
+    return results;
   }
 }

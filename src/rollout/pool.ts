@@ -20,8 +20,6 @@ export interface JobRunnerOptions {
   onResult: (result: StoredEpisode) => void;
 }
 
-/** Runs jobs until none is left; every job yields exactly one result. */
-export type JobRunner = (jobs: readonly EpisodeJob[], options: JobRunnerOptions) => Promise<void>;
 
 /**
  * Run `concurrency` slots pulling jobs from `next` until it returns null. If a slot fails (e.g. the
@@ -61,8 +59,8 @@ export async function runSlots(
   if (failure) throw failure.reason;
 }
 
-/** All slots on the main thread. */
-export const runJobsInProcess: JobRunner = async (jobs, options) => {
+/** Run the jobs in `concurrency` slots on the main thread; every job yields exactly one result. */
+export async function runJobsInProcess(jobs: readonly EpisodeJob[], options: JobRunnerOptions): Promise<void> {
   const queue = [...jobs];
   const entry = options.registry.get(options.config.env);
   await runSlots(() => queue.shift() ?? null, {
@@ -72,4 +70,4 @@ export const runJobsInProcess: JobRunner = async (jobs, options) => {
     source: options.source,
     onResult: options.onResult,
   });
-};
+}

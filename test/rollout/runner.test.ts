@@ -7,18 +7,14 @@ import { addModules } from "../../src/core/load-module.js";
 import { CRASH_TASK } from "../fixtures/worker-crash-env.js";
 import { WorkerPool } from "../../src/rollout/worker-pool.js";
 import type { TrajectoryStore } from "../../src/store/types.js";
+import { rolloutConfig } from "../helpers.js";
 
 const stores: TrajectoryStore[] = [];
 afterEach(async () => {
   for (const s of stores.splice(0)) await s.close();
 });
 
-function config(over: Partial<RolloutConfig> = {}): RolloutConfig {
-  return {
-    env: "billing-dispute", policy: "noisy-oracle:0.3", policy_checkpoint: null, n: 8, group: 4, difficulties: ["easy"], split: null,
-    task_ids: null, seed: 5, timeout_ms: 60_000, env_options: {}, modules: [], ...over,
-  };
-}
+const config = rolloutConfig;
 
 function memoryStore(): TrajectoryStore {
   const store = openStore(":memory:");

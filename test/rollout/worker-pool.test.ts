@@ -5,17 +5,16 @@ import { parsePolicySpec } from "../../src/rollout/policies/index.js";
 import type { JobRunnerOptions } from "../../src/rollout/pool.js";
 import { WorkerPool } from "../../src/rollout/worker-pool.js";
 import type { StoredEpisode } from "../../src/store/types.js";
+import { rolloutConfig } from "../helpers.js";
 
 const pools: WorkerPool[] = [];
 afterEach(async () => {
   for (const pool of pools.splice(0)) await pool.close();
 });
 
+/** 8 oracle episodes of easy billing-dispute tasks in groups of 2, plus `over`. */
 function config(over: Partial<RolloutConfig> = {}): RolloutConfig {
-  return {
-    env: "billing-dispute", policy: "oracle", policy_checkpoint: null, n: 8, group: 2, difficulties: ["easy"], split: null,
-    task_ids: null, seed: 3, timeout_ms: 60_000, env_options: {}, modules: [], ...over,
-  };
+  return rolloutConfig({ policy: "oracle", group: 2, seed: 3, ...over });
 }
 
 /** The jobs of a run of `config` and the options to run them with, results collected in `results`. */
