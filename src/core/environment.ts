@@ -173,9 +173,17 @@ const SnapshotSchema = z.object({
   tokens: z.number().int().min(0),
   status: z.enum(["running", "terminated", "truncated"]),
   end_reason: z.string().nullable(),
-  clock: z.object({ nowMs: z.number() }),
+  clock: z.object({ nowMs: z.number().finite() }),
   rng: z.object({ world: z.any(), tools: z.any() }),
-  calls: z.array(z.any()),
+  calls: z.array(
+    z.object({
+      step: z.number().int().min(0),
+      tool: z.string(),
+      args: z.any(),
+      status: z.enum(["ok", "error", "denied", "invalid", "timeout"]),
+      at: z.number().finite(),
+    }),
+  ),
   messages: z.array(z.string()),
   world: z.any(),
 });
@@ -225,6 +233,17 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   protected abstract snapshotWorld(world: World): JsonValue;
   /** Rebuild a world from `snapshotWorld` output. */
   protected abstract restoreWorld(state: JsonValue, task: Task): World;
+
+  /**
+   * The schema of this environment's `snapshotWorld` output. `restore` checks a snapshot's world
+   * against it before `restoreWorld` runs, so a malformed or edited world is refused with
+   * `invalid_snapshot` naming the field, never a failure on a later step. Checks a schema cannot
+   * express (a database's tables, references between parts) belong in `restoreWorld`, which may
+   * throw: its errors are reported as `invalid_snapshot` too. Default: none (the world is unchecked).
+   */
+  protected worldSchema(): z.ZodType | null {
+    return null;
+  }
 
   /** Handle a message action. Default: the message is the final answer and ends the episode. */
   protected onMessage(_content: string, _episode: Episode<Task, World>): MessageOutcome | Promise<MessageOutcome> {
@@ -456,6 +475,11 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         "invalid_snapshot",
         `snapshot is of ${snap.env}@${snap.version}; this environment is ${this.info.id}@${this.info.version}`,
       );
+    }
+    const schema = this.worldSchema();
+    if (schema) {
+      const world = schema.safeParse(snap.world);
+      if (!world.success) throw new ValidationError("invalid_snapshot", `invalid snapshot: ${formatIssues(world.error, "snapshot.world")}`);
     }
     // Every part is validated before anything is replaced: a bad snapshot leaves the episode as it was.
     const episode = asSnapshotError(() => {

@@ -25,7 +25,9 @@ export const ERROR_CODES = {
   unknown_session: "No live session with this id (never created, closed, or reaped after its idle TTL).",
   session_busy: "The session is already processing a request; its operations are never interleaved.",
   capacity_reached: "The service holds as many live sessions as it may; retry later.",
-  step_timeout: "A step exceeded the service's per-step time limit; the session was closed.",
+  step_timeout: "A step exceeded the service's per-step time limit; its host was stopped and the session closed.",
+  resource_exhausted: "A step made its environment host exceed its memory cap; the host was stopped and the session closed.",
+  host_failed: "An environment host (the worker thread running sessions or episodes) failed for a reason of its own.",
   invalid_json: "The request body is not valid JSON.",
   payload_too_large: "The request body exceeds the service's limit.",
   unauthorized: "The request has no valid bearer token.",
@@ -43,6 +45,7 @@ export const ERROR_CODES = {
   permission_denied: "The sandbox refused access to a path or resource.",
   read_only: "A write was attempted through read-only access.",
   size_limit: "A sandbox size limit was exceeded.",
+  budget_exceeded: "A sandbox operation used up its deterministic work budget and was stopped.",
   forbidden_statement: "A SQL statement that could reach outside the sandbox was refused.",
   sql_error: "A SQL statement failed.",
   module_load_failed: "A user environment module could not be loaded.",
@@ -128,6 +131,7 @@ export class SandboxError extends LlmixError {
       | "permission_denied"
       | "read_only"
       | "size_limit"
+      | "budget_exceeded"
       | "forbidden_statement"
       | "sql_error",
     message: string,
@@ -145,6 +149,8 @@ export class ServiceError extends LlmixError {
       | "session_busy"
       | "capacity_reached"
       | "step_timeout"
+      | "resource_exhausted"
+      | "host_failed"
       | "invalid_json"
       | "payload_too_large"
       | "unauthorized"

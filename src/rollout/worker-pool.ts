@@ -11,6 +11,7 @@ import { episodeRecord, type EpisodeJob } from "./episode.js";
 import type { RolloutConfig } from "./plan.js";
 import type { PolicySpecOptions } from "./policies/index.js";
 import type { JobRunnerOptions } from "./pool.js";
+import { siblingModule, startThread } from "../hosts/thread.js";
 
 /** What a worker thread needs to run its part of one rollout. */
 export interface WorkerRun {
@@ -170,12 +171,7 @@ export class WorkerPool {
   }
 }
 
-/** A worker thread running worker.js, or worker.ts through tsx when this module runs from source (tests, bench). */
+/** A rollout worker thread (worker.js, or worker.ts through tsx from source), under the thread memory cap. */
 function startWorker(): Worker {
-  if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./worker.js", import.meta.url));
-  // Node 20 applies neither the parent's loader hooks nor `--import` to a worker's entry module.
-  const entry = new URL("./worker.ts", import.meta.url).href;
-  const tsx = import.meta.resolve("tsx/esm/api");
-  const boot = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true });
+  return startThread(siblingModule(import.meta.url, "worker"), { name: "llmix-rollout" });
 }

@@ -31,6 +31,7 @@ export const HTTP_STATUS: Readonly<Partial<Record<ErrorCode, number>>> = {
   payload_too_large: 413,
   capacity_reached: 503,
   step_timeout: 504,
+  resource_exhausted: 507,
 };
 
 /** The wire form of an error. */
