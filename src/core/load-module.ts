@@ -27,7 +27,7 @@ export async function loadEnvironmentModule(path: string): Promise<EnvironmentEn
   }
   const exported = mod.default ?? mod.environments;
   const items = Array.isArray(exported) ? exported : [exported];
-  const entries = items.map((item) => toEntry(item, path));
+  const entries = items.map((item) => ({ ...toEntry(item, path), module: absolute }));
   if (entries.length === 0) throw new LlmixError("module_load_failed", `--module ${path}: exports no environment`);
   return entries;
 }

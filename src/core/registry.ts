@@ -15,6 +15,11 @@ export interface EnvironmentEntry {
   version: string;
   description: string;
   create(options?: EnvironmentOptions): AnyEnvironment;
+  /**
+   * The absolute path of the module file it was loaded from (`--module`), so a worker thread can load
+   * it again; absent for built-ins and for entries registered in code.
+   */
+  module?: string;
 }
 
 /** An environment described without an episode (what `llmix envs` and `GET /v1/envs` list). */
