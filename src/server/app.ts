@@ -14,20 +14,27 @@ import websocket from "@fastify/websocket";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { LlmixError, NotFoundError, ServiceError, ValidationError } from "../core/errors.js";
-import type { ComponentBounds } from "../core/environment.js";
 import type { JsonValue } from "../core/json.js";
-import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
-import type { ToolSpec } from "../core/contract.js";
+import type { EnvironmentRegistry, EnvironmentSummary } from "../core/registry.js";
 import { formatIssues } from "../core/validation.js";
-import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
-import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
+import type { EnvDetail } from "../hosts/host-jobs.js";
+import type { HostJob } from "../hosts/protocol.js";
+import type { ReplayReport } from "../rollout/replay.js";
 import type { EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
-import { bearerToken, type RouteScope, type TokenAuth } from "./auth.js";
+import { bearerToken, isLoopbackHostHeader, isLoopbackOrigin, type RouteScope, type TokenAuth } from "./auth.js";
 import { errorBody, parseRequestJson, sendError, statusOf, toServiceError } from "./http-errors.js";
+import { JsonText } from "./json-text.js";
 import { ServiceMetrics } from "./metrics.js";
-import { buildOpenApi, ForkSessionBody, NewSessionBody, RestoreBody, type RouteInfo } from "./openapi.js";
-import { SessionManager, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
+import { buildOpenApi, ForkSessionBody, MAX_ID_CHARS, NewSessionBody, RestoreBody, type RouteInfo } from "./openapi.js";
+import { SessionManager, type Caller, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
 import { registerWebSocketRoute } from "./ws.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Who sent the request (null without auth). */
+    caller: Caller;
+  }
+}
 
 /** The service version reported by /openapi.json. */
 export const SERVICE_VERSION = "0.1.0";
@@ -44,6 +51,12 @@ export interface AppOptions {
   /** An existing manager; otherwise one is made from the limits below (and shut down when the app closes). */
   manager?: SessionManager;
   capacity?: number;
+  /** Environment host threads (default: the core count). */
+  hosts?: number;
+  /** Heap cap of each host thread, MiB (default 1024). */
+  hostMemoryMb?: number;
+  /** Key of snapshot signatures, hex (default: random per server). */
+  snapshotKey?: string;
   /** Idle sessions are reaped after this long (default 15 minutes; 0 = never). */
   idleTtlMs?: number;
   stepTimeoutMs?: number;
@@ -76,11 +89,7 @@ export interface LlmixService extends ServiceContext {
 /** One environment as GET /v1/envs lists it. */
 export type EnvSummary = EnvironmentSummary;
 
-/** One environment as GET /v1/envs/:env describes it. */
-export interface EnvDetail extends EnvSummary {
-  tools: ToolSpec[];
-  reward_components: Record<string, ComponentBounds>;
-}
+export type { EnvDetail };
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
@@ -97,23 +106,20 @@ function requireObjectBody(value: unknown, shape: string): Record<string, unknow
   return value;
 }
 
-/** An integer query or message parameter in [min, max], or its default when absent. */
-function intParam(value: unknown, name: string, min: number, max: number, fallback: number): number {
-  if (value === undefined || value === "") return fallback;
-  const n = typeof value === "string" && /^\s*-?\d+\s*$/.test(value) ? Number(value) : typeof value === "number" ? value : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ValidationError("invalid_argument", `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
-  return n;
-}
-
 function idParam(value: unknown, name: string): string {
   if (typeof value !== "string" || value === "") throw new ValidationError("invalid_argument", `${name} must be a non-empty string`);
+  if (value.length > MAX_ID_CHARS) throw new ValidationError("invalid_argument", `${name} is longer than ${MAX_ID_CHARS} characters`);
   return value;
 }
 
-/** The operations of the service, shared by every transport. Inputs are untrusted JSON; each is validated here. */
+/**
+ * The operations of the service, shared by every transport. Inputs are untrusted JSON; each is validated
+ * here. `caller` is who asks (null without auth): sessions belong to the token that created them.
+ * Environment code never runs here: sessions run on hosts, and so do the jobs (details, tasks, replay).
+ */
 export class ServiceOperations {
-  private readonly summaries = new Map<string, EnvSummary>();
-  private readonly details = new Map<string, EnvDetail>();
+  private summaries: Promise<EnvSummary[]> | undefined;
+  private readonly details = new Map<string, Promise<EnvDetail>>();
 
   constructor(
     private readonly registry: EnvironmentRegistry,
@@ -122,54 +128,31 @@ export class ServiceOperations {
   ) {}
 
   /** GET /v1/envs. */
-  envs(): { envs: EnvSummary[] } {
-    return { envs: this.registry.list().map((entry) => this.summary(entry.id)) };
+  async envs(): Promise<{ envs: EnvSummary[] }> {
+    this.summaries ??= this.cachedJob<EnvSummary[]>({ kind: "summaries" }, () => (this.summaries = undefined));
+    return { envs: await this.summaries };
   }
 
   /** GET /v1/envs/:env: the summary plus the tools of a sampled task and the reward components with bounds. */
   async env(envId: unknown): Promise<EnvDetail> {
-    const id = idParam(envId, "env");
-    const cached = this.details.get(id);
-    if (cached) return cached;
-    const entry = this.registry.get(id);
-    const env = entry.create();
-    try {
-      // Tools are per episode; those of one sampled task stand for the environment.
-      const [taskId] = sampleTaskIds({ family: env.tasks.families[0] as string, difficulties: [env.tasks.difficulties[0] as string], n: 1, seed: 0 });
-      await env.reset(taskId as string, 0);
-      const detail: EnvDetail = { ...this.summary(id), tools: env.tools(), reward_components: { ...env.componentBounds() } };
+    const id = this.registry.get(idParam(envId, "env")).id;
+    let detail = this.details.get(id);
+    if (!detail) {
+      detail = this.cachedJob<EnvDetail>({ kind: "env_detail", env: id }, () => this.details.delete(id));
       this.details.set(id, detail);
-      return detail;
-    } finally {
-      await env.close();
     }
+    return detail;
   }
 
   /** GET /v1/envs/:env/tasks, validated as `llmix tasks` validates its flags. */
   async tasks(envId: unknown, query: Record<string, unknown>): Promise<{ task_ids: string[] }> {
-    const id = idParam(envId, "env");
-    const env = this.registry.get(id).create();
-    try {
-      const difficulties = env.tasks.difficulties;
-      const difficulty = query.difficulty;
-      if (difficulty !== undefined && (typeof difficulty !== "string" || !difficulties.includes(difficulty))) {
-        throw new ValidationError("invalid_argument", `unknown difficulty ${JSON.stringify(difficulty)} for ${id}; valid: ${difficulties.join(", ")}`, { valid: [...difficulties] });
-      }
-      const taskIds = sampleTaskIds({
-        family: env.tasks.families[0] as string,
-        difficulties: typeof difficulty === "string" ? [difficulty] : difficulties,
-        n: intParam(query.n, "n", 0, 100_000, 10),
-        split: parseSplit(query.split ?? "train"),
-        seed: intParam(query.seed, "seed", 0, 0xffffffff, 0),
-      });
-      return { task_ids: taskIds };
-    } finally {
-      await env.close();
-    }
+    const id = this.registry.get(idParam(envId, "env")).id;
+    const { difficulty, n, split, seed } = query;
+    return (await this.manager.job({ kind: "tasks", env: id, query: { difficulty, n, split, seed } })) as { task_ids: string[] };
   }
 
   /** POST /v1/sessions: {env, task_id, seed, policy_checkpoint?, record?} or {snapshot, policy_checkpoint?, record?}. */
-  async createSession(body: unknown): Promise<CreatedSession> {
+  async createSession(body: unknown, caller: Caller): Promise<JsonText<CreatedSession>> {
     const value = requireObjectBody(body, "{env, task_id, seed} or {snapshot}");
     let request: CreateSessionRequest;
     if ("snapshot" in value) {
@@ -182,11 +165,11 @@ export class ServiceOperations {
     } else {
       request = parseWith(NewSessionBody, value);
     }
-    return this.manager.create(request);
+    return this.manager.create(request, caller);
   }
 
   /** POST /v1/sessions/:id/step with {action}. */
-  step(sessionId: unknown, body: unknown): Promise<StepResponse> {
+  step(sessionId: unknown, body: unknown, caller: Caller): Promise<JsonText<StepResponse>> {
     const id = idParam(sessionId, "session_id");
     const value = requireObjectBody(body, "{action}");
     if (!("action" in value)) throw new ValidationError("invalid_argument", "body.action: required (an action object)", { issues: [{ path: "action", message: "required" }] });
@@ -196,32 +179,32 @@ export class ServiceOperations {
         `body.action must be a JSON object {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}, got ${value.action === null ? "null" : Array.isArray(value.action) ? "an array" : typeof value.action}`,
       );
     }
-    return this.manager.step(id, value.action);
+    return this.manager.step(id, value.action, caller);
   }
 
   /** GET /v1/sessions/:id. */
-  info(sessionId: unknown): SessionInfo {
-    return this.manager.info(idParam(sessionId, "session_id"));
+  info(sessionId: unknown, caller: Caller): SessionInfo {
+    return this.manager.info(idParam(sessionId, "session_id"), caller);
   }
 
-  /** GET /v1/sessions/:id/snapshot. */
-  async snapshot(sessionId: unknown): Promise<{ snapshot: JsonValue }> {
-    return { snapshot: (await this.manager.snapshot(idParam(sessionId, "session_id"))) as unknown as JsonValue };
+  /** GET /v1/sessions/:id/snapshot: the session's snapshot, signed by this service. */
+  async snapshot(sessionId: unknown, caller: Caller): Promise<JsonText<{ snapshot: JsonValue }>> {
+    return this.manager.snapshot(idParam(sessionId, "session_id"), caller);
   }
 
   /** POST /v1/sessions/:id/restore with {snapshot}. */
-  async restore(sessionId: unknown, body: unknown): Promise<{ ok: true }> {
+  async restore(sessionId: unknown, body: unknown, caller: Caller): Promise<{ ok: true }> {
     const id = idParam(sessionId, "session_id");
     const value = requireObjectBody(body, "{snapshot}");
     if (!("snapshot" in value)) throw new ValidationError("invalid_argument", "body.snapshot: required (a snapshot object)", { issues: [{ path: "snapshot", message: "required" }] });
     const { snapshot } = parseWith(RestoreBody, value, "invalid_snapshot");
-    await this.manager.restore(id, snapshot);
+    await this.manager.restore(id, snapshot, caller);
     return { ok: true };
   }
 
   /** DELETE /v1/sessions/:id: the episode summary. */
-  async close(sessionId: unknown): Promise<{ episode: EpisodeRecord }> {
-    return { episode: await this.manager.close(idParam(sessionId, "session_id")) };
+  async close(sessionId: unknown, caller: Caller): Promise<{ episode: EpisodeRecord }> {
+    return { episode: await this.manager.close(idParam(sessionId, "session_id"), caller) };
   }
 
   /** GET /v1/episodes/:id: the stored episode and its steps. */
@@ -233,32 +216,32 @@ export class ServiceOperations {
     return { episode, steps: await store.getSteps(id) };
   }
 
-  /** POST /v1/episodes/:id/replay: the stored actions re-run on a fresh environment from the registry. */
+  /** POST /v1/episodes/:id/replay: the stored actions re-run on a fresh environment, on a host. */
   async replay(episodeId: unknown): Promise<ReplayReport> {
     const stored = await this.episode(episodeId);
+    this.registry.get(stored.episode.env);
     const run = await this.requireStore().getRun(stored.episode.run_id);
     // The run's environment options (e.g. a step budget) shape the episode; the replay needs the same.
     const envOptions = (run?.config as { env_options?: Record<string, unknown> } | null | undefined)?.env_options ?? {};
-    const env = this.registry.get(stored.episode.env).create({ ...envOptions });
-    try {
-      return await replayEpisode(env, stored);
-    } finally {
-      await env.close();
-    }
+    return (await this.manager.job({ kind: "replay", stored, env_options: envOptions })) as ReplayReport;
   }
 
-  private summary(id: string): EnvSummary {
-    const cached = this.summaries.get(id);
-    if (cached) return cached;
-    const summary = summarize(this.registry.get(id));
-    this.summaries.set(id, summary);
-    return summary;
+  /** A job whose answer never changes, kept once it succeeded (`forget` drops a failure, so it is retried). */
+  private cachedJob<T>(job: HostJob, forget: () => void): Promise<T> {
+    const result = this.manager.job(job) as Promise<T>;
+    result.catch(forget);
+    return result;
   }
 
   private requireStore(): TrajectoryStore {
     if (!this.store) throw new LlmixError("store_error", "this service runs without a trajectory store");
     return this.store;
   }
+}
+
+/** Send JSON text a host already serialized, as it is. */
+function sendJsonText(reply: FastifyReply, value: JsonText): FastifyReply {
+  return reply.type("application/json; charset=utf-8").send(value.text);
 }
 
 /** The scope a route needs when it does not declare one. */
@@ -281,7 +264,11 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   const ownsManager = !options.manager;
   const manager =
     options.manager ??
-    new SessionManager({ registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs });
+    new SessionManager({
+      registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey,
+    });
+  // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();
   const metrics = new ServiceMetrics(manager);
   const operations = new ServiceOperations(options.registry, manager, options.store);
@@ -356,6 +343,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
     return sendError(reply, e);
   });
 
+  app.decorateRequest("caller", null);
   if (auth) {
     // Callback-style hooks: these run on every request, and a step's round trip is what the service is measured by.
     app.addHook("onRequest", (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
@@ -367,11 +355,26 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
         if (typeof query?.token === "string") token = query.token;
       }
       try {
-        auth.check(token, scope);
+        const identity = auth.check(token, scope);
+        request.caller = identity ? { name: identity.name, admin: identity.scopes.includes("admin") } : null;
         done();
       } catch (error) {
         done(error as Error);
       }
+    });
+  } else {
+    // Unauthenticated means loopback only. A web page the user visits can still reach loopback: refuse
+    // requests sent cross-site (a foreign Origin) and those addressed to another name that resolves
+    // here (DNS rebinding: the Host header then names the attacker's domain).
+    app.addHook("onRequest", (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      const { host, origin } = request.headers;
+      if (!isLoopbackHostHeader(host)) {
+        return done(new ServiceError("forbidden", `Host ${JSON.stringify(host ?? "")} is not a loopback name: without --auth this service answers only requests addressed to localhost, 127.0.0.1 or [::1] (start it with --auth to serve other names)`));
+      }
+      if (origin !== undefined && !isLoopbackOrigin(origin)) {
+        return done(new ServiceError("forbidden", `cross-site request from Origin ${JSON.stringify(origin)} refused: without --auth only pages served from loopback may call this service`));
+      }
+      done();
     });
   }
   app.addHook("onResponse", (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
@@ -401,15 +404,16 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   app.get("/v1/envs/:env", async (request) => operations.env((request.params as { env: string }).env));
   app.get("/v1/envs/:env/tasks", async (request) => operations.tasks((request.params as { env: string }).env, (request.query ?? {}) as Record<string, unknown>));
 
-  app.post("/v1/sessions", async (request, reply) => reply.code(201).send(await operations.createSession(request.body)));
-  app.get("/v1/sessions/:id", async (request) => operations.info((request.params as { id: string }).id));
-  app.delete("/v1/sessions/:id", async (request) => operations.close((request.params as { id: string }).id));
-  app.post("/v1/sessions/:id/step", async (request) => operations.step((request.params as { id: string }).id, request.body));
-  app.get("/v1/sessions/:id/snapshot", async (request) => operations.snapshot((request.params as { id: string }).id));
-  app.post("/v1/sessions/:id/restore", async (request) => operations.restore((request.params as { id: string }).id, request.body));
+  const id = (request: FastifyRequest) => (request.params as { id: string }).id;
+  app.post("/v1/sessions", async (request, reply) => sendJsonText(reply.code(201), await operations.createSession(request.body, request.caller)));
+  app.get("/v1/sessions/:id", async (request) => operations.info(id(request), request.caller));
+  app.delete("/v1/sessions/:id", async (request) => operations.close(id(request), request.caller));
+  app.post("/v1/sessions/:id/step", async (request, reply) => sendJsonText(reply, await operations.step(id(request), request.body, request.caller)));
+  app.get("/v1/sessions/:id/snapshot", async (request, reply) => sendJsonText(reply, await operations.snapshot(id(request), request.caller)));
+  app.post("/v1/sessions/:id/restore", async (request) => operations.restore(id(request), request.body, request.caller));
 
-  app.get("/v1/episodes/:id", async (request) => operations.episode((request.params as { id: string }).id));
-  app.post("/v1/episodes/:id/replay", async (request) => operations.replay((request.params as { id: string }).id));
+  app.get("/v1/episodes/:id", async (request) => operations.episode(id(request)));
+  app.post("/v1/episodes/:id/replay", async (request) => operations.replay(id(request)));
 
   registerWebSocketRoute(app, context);
 

@@ -128,3 +128,25 @@ export function isLoopback(host: string): boolean {
   const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
   return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
+
+/**
+ * True when a Host header names this machine by a loopback name (with or without a port), or is absent
+ * (a non-browser HTTP/1.0 client). A browser tricked by DNS rebinding sends the attacker's name here.
+ */
+export function isLoopbackHostHeader(header: string | undefined): boolean {
+  if (header === undefined) return true;
+  const value = header.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(value);
+  if (bracketed) return isLoopback(bracketed[1] as string);
+  const named = /^([^:]+)(?::\d{1,5})?$/.exec(value);
+  return named !== null && isLoopback(named[1] as string);
+}
+
+/** True when an Origin header is a page served from this machine's loopback (any scheme and port). */
+export function isLoopbackOrigin(origin: string): boolean {
+  try {
+    return isLoopback(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
+}

@@ -11,12 +11,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { toLlmixError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import type { TrajectoryStore } from "../store/types.js";
-import type { AnyTool } from "../tools/define.js";
-import { SessionManager } from "./sessions.js";
+import { SessionManager, type Caller } from "./sessions.js";
 
 /** Options of `createMcpServer`. */
 export interface McpServerOptions {
@@ -24,9 +25,23 @@ export interface McpServerOptions {
   instructions?: string;
 }
 
+/** tools/call with its params unchecked: they are checked by `callParams`, which names what is wrong in one line. */
+const LooseCallToolRequest = z.object({ method: z.literal("tools/call"), params: z.unknown() });
+
+/** The tool name and arguments of a tools/call, or invalid params (-32602) saying which is wrong. */
+function callParams(params: unknown): { name: string; args: Record<string, unknown> } {
+  const p = (typeof params === "object" && params !== null ? params : {}) as Record<string, unknown>;
+  if (typeof p.name !== "string" || p.name === "") throw new McpError(ErrorCode.InvalidParams, "tools/call: params.name must be the name of one of the session's tools");
+  const args = p.arguments ?? {};
+  if (typeof args !== "object" || args === null || Array.isArray(args)) {
+    throw new McpError(ErrorCode.InvalidParams, `tools/call: params.arguments must be an object of the tool's arguments, got ${args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`}`);
+  }
+  return { name: p.name, args: args as Record<string, unknown> };
+}
+
 /** An MCP server whose tools are the session's episode tools; each tools/call is a step of that session. */
-export function createMcpServer(manager: SessionManager, sessionId: string, options: McpServerOptions = {}): Server {
-  const info = manager.info(sessionId);
+export function createMcpServer(manager: SessionManager, sessionId: string, caller: Caller, options: McpServerOptions = {}): Server {
+  const info = manager.info(sessionId, caller);
   const server = new Server(
     { name: `llmix-${info.env}`, version: info.env_version },
     {
@@ -34,20 +49,23 @@ export function createMcpServer(manager: SessionManager, sessionId: string, opti
       instructions: options.instructions ?? defaultInstructions(sessionId, info.env, info.task_id, info.seed),
     },
   );
-  server.setRequestHandler(ListToolsRequestSchema, () => {
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
     try {
-      // The declared tool's own MCP form: one derivation of the schema, shared with `llmix` docs and checks.
-      return { tools: manager.toolDefinitions(sessionId).map(mcpTool) };
+      // The declared tools' own MCP form, made on the session's host: one derivation of the schema.
+      return { tools: (await manager.tools(sessionId, caller)).mcp.map(mcpTool) };
     } catch (error) {
       throw toMcpError(error);
     }
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  // Server.setRequestHandler validates tools/call itself and reports a malformed one with a multi-line
+  // schema dump; the protocol-level registration lets callParams answer -32602 with one line instead.
+  Protocol.prototype.setRequestHandler.call(server, LooseCallToolRequest as never, (async (request: { params: unknown }): Promise<CallToolResult> => {
+    const { name, args } = callParams(request.params);
     let step;
     try {
       // Unknown tools and bad arguments are not refused here: the environment answers them (invalid_call),
       // exactly as it would a step, so the reward an MCP caller sees is the one a trainer would see.
-      step = await manager.step(sessionId, { type: "tool_call", tool: request.params.name, args: request.params.arguments ?? {} });
+      step = (await manager.step(sessionId, { type: "tool_call", tool: name, args }, caller)).value;
     } catch (error) {
       throw toMcpError(error);
     }
@@ -62,7 +80,7 @@ export function createMcpServer(manager: SessionManager, sessionId: string, opti
         tool_result: step.tool_result,
       },
     };
-  });
+  }) as never);
   return server;
 }
 
@@ -78,7 +96,7 @@ export function mountMcp(app: FastifyInstance, manager: SessionManager): void {
 async function handleMcp(manager: SessionManager, request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply): Promise<void> {
   const sessionId = request.params.id;
   try {
-    manager.info(sessionId);
+    manager.info(sessionId, request.caller ?? null);
   } catch (error) {
     const e = toLlmixError(error);
     return reply.code(e.code === "unknown_session" ? 404 : 500).send({ error: e.toJSON() });
@@ -92,7 +110,7 @@ async function handleMcp(manager: SessionManager, request: FastifyRequest<{ Para
       .send({ jsonrpc: "2.0", error: { code: ErrorCode.ConnectionClosed, message: `${request.method} is not supported: this MCP endpoint is stateless; send JSON-RPC with POST` }, id: null });
   }
   // A server per request: the session's state lives in the manager, so nothing MCP-side needs to persist.
-  const server = createMcpServer(manager, sessionId);
+  const server = createMcpServer(manager, sessionId, request.caller ?? null);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   reply.hijack();
   reply.raw.on("close", () => {
@@ -128,8 +146,20 @@ export interface McpStdioOptions {
  */
 export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
   // One session for the life of the process: nothing to reap, however long the client idles.
-  const manager = new SessionManager({ registry: options.registry, store: options.store, idleTtlMs: 0 });
-  const created = await manager.create({ env: options.env, task_id: options.task_id, seed: options.seed, record: options.record === true });
+  const manager = new SessionManager({ registry: options.registry, store: options.store, idleTtlMs: 0, hosts: 1 });
+  try {
+    await manager.ready();
+  } catch (error) {
+    await manager.shutdown();
+    throw error;
+  }
+  let created;
+  try {
+    created = (await manager.create({ env: options.env, task_id: options.task_id, seed: options.seed, record: options.record === true })).value;
+  } catch (error) {
+    await manager.shutdown();
+    throw error;
+  }
   const id = created.session_id;
   const instructions = [
     `LLMix episode of ${created.env}@${created.env_version}, task ${created.task_id}, seed ${created.seed}.`,
@@ -139,7 +169,7 @@ export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
     "The episode's first observation:",
     created.observation.rendered,
   ].join("\n");
-  const server = createMcpServer(manager, id, { instructions });
+  const server = createMcpServer(manager, id, null, { instructions });
   const transport = new StdioServerTransport();
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
@@ -164,9 +194,9 @@ export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
   }
 }
 
-/** The declared tool's MCP form, its input schema typed as the object schema it always is (a zod object). */
-function mcpTool(tool: AnyTool): McpTool {
-  const { inputSchema, ...rest } = tool.mcp();
+/** A declared tool's MCP form, its input schema typed as the object schema it always is (a zod object). */
+function mcpTool(tool: Record<string, unknown>): McpTool {
+  const { inputSchema, ...rest } = tool as unknown as McpTool;
   return { ...rest, inputSchema: { ...inputSchema, type: "object" } };
 }
 
@@ -181,5 +211,6 @@ function defaultInstructions(sessionId: string, env: string, taskId: string, see
 /** An llmix error as an MCP error: the stable llmix code leads the message and is the data's `code`. */
 function toMcpError(error: unknown): McpError {
   const e = toLlmixError(error);
-  return new McpError(e.code === "internal" ? ErrorCode.InternalError : ErrorCode.InvalidRequest, `${e.code}: ${e.message}`, e.toJSON());
+  const code = e.code === "internal" ? ErrorCode.InternalError : e.code === "invalid_argument" || e.code === "invalid_action" ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest;
+  return new McpError(code, `${e.code}: ${e.message}`, e.toJSON());
 }

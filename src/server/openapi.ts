@@ -8,16 +8,20 @@ import { ERROR_CODES } from "../core/errors.js";
 import { HTTP_STATUS } from "./http-errors.js";
 
 const seed = z.number().int().min(0).max(0xffffffff).describe("Episode seed: an integer in [0, 2^32 - 1].");
+/** Longest policy_checkpoint: it is stored with every step record, so it is a name, not a payload. */
+export const MAX_CHECKPOINT_CHARS = 256;
+/** Longest environment or task id a request may name. */
+export const MAX_ID_CHARS = 256;
 const options = {
-  policy_checkpoint: z.string().nullable().optional().describe("Recorded with every step of a recorded session."),
+  policy_checkpoint: z.string().max(MAX_CHECKPOINT_CHARS).nullable().optional().describe(`Recorded with every step of a recorded session (at most ${MAX_CHECKPOINT_CHARS} characters).`),
   record: z.boolean().optional().describe("Write every step to the trajectory store (the episode id is the session id)."),
 };
 const snapshot = z.record(z.string(), z.unknown()).describe("An environment snapshot, as GET /v1/sessions/{id}/snapshot returns it.");
 
 /** POST /v1/sessions: a new episode. */
 export const NewSessionBody = z.object({
-  env: z.string().min(1).describe("Environment id, e.g. billing-dispute."),
-  task_id: z.string().min(1).describe("Task id, e.g. billing-dispute/easy/seed-1."),
+  env: z.string().min(1).max(MAX_ID_CHARS).describe("Environment id, e.g. billing-dispute."),
+  task_id: z.string().min(1).max(MAX_ID_CHARS).describe("Task id, e.g. billing-dispute/easy/seed-1."),
   seed,
   ...options,
 });

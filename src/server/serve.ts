@@ -5,6 +5,7 @@
  */
 import { ValidationError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
+import { readSnapshotKey } from "../hosts/signing.js";
 import { DEFAULT_STORE_PATH, openStore } from "../store/sqlite-store.js";
 import type { TrajectoryStore } from "../store/types.js";
 import { buildApp, type AppOptions, type LlmixService } from "./app.js";
@@ -23,6 +24,12 @@ export interface ServeOptions {
   capacity?: number;
   idleTtlMs?: number;
   stepTimeoutMs?: number;
+  /** Environment host threads (default: the core count). */
+  hosts?: number;
+  /** Heap cap of each host thread, MiB. */
+  hostMemoryMb?: number;
+  /** A file holding the snapshot signing key (shared by a fleet); default: a random key per start. */
+  snapshotKeyPath?: string;
   bodyLimit?: number;
   logger?: boolean;
   extraRoutes?: AppOptions["extraRoutes"];
@@ -60,6 +67,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   try {
     service = await buildApp({
       registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKeyPath !== undefined ? readSnapshotKey(options.snapshotKeyPath) : undefined,
       bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
     });
   } catch (error) {

@@ -1,19 +1,27 @@
 /**
- * Live sessions of the service (DESIGN §7): one environment instance per session, driven by HTTP,
- * WebSocket and MCP alike. The manager owns the rules every transport shares: a capacity limit, idle
- * sessions reaped after a TTL, a per-step time limit, one operation at a time per session (a second
- * concurrent one is refused with `session_busy`, never interleaved), and, for sessions created with
- * `record`, the episode written to the trajectory store when it ends or is closed.
+ * Live sessions of the service (DESIGN §7), driven by HTTP, WebSocket and MCP alike. The sessions
+ * themselves run on environment hosts (src/hosts): this thread never runs environment code. The
+ * manager owns the rules every transport shares: a capacity limit, idle sessions reaped after a TTL,
+ * one operation at a time per session (a second concurrent one is refused with `session_busy`, never
+ * interleaved), sessions owned by the token that created them (another token gets `unknown_session`,
+ * admin excepted), snapshots restored only when this service signed them (admin excepted), and, for
+ * sessions created with `record`, the episode written to the trajectory store when it ends or is closed.
+ *
+ * A step that overruns the step deadline, pushes its host over its memory cap or ends its host's thread
+ * ends its session with `step_timeout`, `resource_exhausted` or `host_failed`; a recorded one is stored
+ * with that end reason (outcome 0). The host's other sessions are rebuilt on a new host and go on.
  */
 import { randomBytes } from "node:crypto";
-import type { Action, Observation, ToolResult, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
-import { ServiceError, toLlmixError, ValidationError } from "../core/errors.js";
-import type { EnvironmentSnapshot } from "../core/environment.js";
+import type { Observation, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
+import { LlmixError, ServiceError, toLlmixError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
-import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
+import type { EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
+import { HostPool, modulesFor, type HostPoolStats } from "../hosts/host-pool.js";
+import { randomSnapshotKey } from "../hosts/signing.js";
 import { episodeRecord, type EpisodeJob } from "../rollout/episode.js";
 import type { EpisodeRecord, RunRecord, TrajectoryStore } from "../store/types.js";
+import { JsonText } from "./json-text.js";
 
 /** Limits and collaborators of a session manager. */
 export interface SessionManagerOptions {
@@ -24,16 +32,25 @@ export interface SessionManagerOptions {
   capacity?: number;
   /** A session unused this long is closed (default 15 minutes; 0 turns reaping off). */
   idleTtlMs?: number;
-  /** A step (or reset) running longer fails with step_timeout and closes its session (default 60 s). */
+  /** A step (or reset) running longer is stopped: step_timeout, and its session is closed (default 60 s; 0: none). */
   stepTimeoutMs?: number;
+  /** Environment host threads (default: the core count). */
+  hosts?: number;
+  /** Heap cap of each host thread, MiB (default 1024). */
+  hostMemoryMb?: number;
+  /** Key of snapshot signatures, hex (default: random, so snapshots die with the server). */
+  snapshotKey?: string;
   /** The clock for idle times (tests). */
   now?: () => number;
 }
 
+/** Who is asking: the token's name and whether it holds `admin`; null when the service has no auth. */
+export type Caller = { name: string; admin: boolean } | null;
+
 /** What creating a session takes: a new episode, or a fork of a snapshot. */
 export type CreateSessionRequest =
   | { env: string; task_id: string; seed: number; policy_checkpoint?: string | null; record?: boolean }
-  | { snapshot: EnvironmentSnapshot; policy_checkpoint?: string | null; record?: boolean };
+  | { snapshot: unknown; policy_checkpoint?: string | null; record?: boolean };
 
 /** The wire form of a step result (DESIGN §1, snake_case), with the tool result lifted out of `info`. */
 export interface StepResponse {
@@ -42,7 +59,7 @@ export interface StepResponse {
   reward_components: Record<string, number>;
   terminated: boolean;
   truncated: boolean;
-  tool_result: ToolResult | null;
+  tool_result: import("../core/contract.js").ToolResult | null;
   info: Record<string, unknown>;
 }
 
@@ -73,21 +90,19 @@ export interface SessionInfo {
 
 interface Session {
   id: string;
-  env: AnyEnvironment;
+  owner: string | null;
   envId: string;
+  envVersion: string;
   taskId: string;
   seed: number;
   policyCheckpoint: string | null;
   record: boolean;
-  /** The observation the next action will act on (what the step record's `observation` holds). */
-  observation: Observation;
-  /**
-   * Step records up to the end of the episode: whole when recording, otherwise trimmed to what the
-   * episode summary needs (so `close` can summarise any session without holding every observation).
-   */
-  steps: TrajectoryStepRecord[];
   stepCount: number;
   ended: boolean;
+  /** Step records of a recorded session until its episode is stored (the host keeps none). */
+  records: TrajectoryStepRecord[];
+  /** A recorded session's last answer (JSON text): it holds the observation the next action acts on. */
+  lastAnswer: string | null;
   /** The episode as written to the store; a recorded session is stored once. */
   stored: EpisodeRecord | null;
   busy: boolean;
@@ -101,11 +116,15 @@ export interface SessionStats {
   created_total: number;
   steps_total: number;
   reaped_total: number;
-  /** Step latencies in seconds since the last `drainLatencies` (for a histogram). */
+  /** Step latencies in seconds since the last `drainStats` (for a histogram). */
   latencies: number[];
+  hosts: HostPoolStats;
 }
 
 const DEFAULTS = { capacity: 10_000, idleTtlMs: 15 * 60_000, stepTimeoutMs: 60_000 };
+
+/** Error codes with which a host stop ends the session it was running. */
+const HOST_STOPS = new Set(["step_timeout", "resource_exhausted", "host_failed"]);
 
 /** Creates, drives and ends sessions. One instance per server. */
 export class SessionManager {
@@ -114,10 +133,13 @@ export class SessionManager {
   private readonly idleTtlMs: number;
   private readonly stepTimeoutMs: number;
   private readonly now: () => number;
+  private readonly pool: HostPool;
   private readonly runs = new Map<string, Promise<string>>();
+  /** The tool set of each environment's run, from its first recorded session. */
+  private readonly runTools = new Map<string, ToolSpec[]>();
   private readonly started = new Date();
   private reaper: NodeJS.Timeout | null = null;
-  private inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
   private stopped: Promise<void> | undefined;
   private readonly stats = { created_total: 0, steps_total: 0, reaped_total: 0, latencies: [] as number[] };
@@ -130,6 +152,19 @@ export class SessionManager {
     for (const [name, value] of [["capacity", this.capacity], ["idleTtlMs", this.idleTtlMs], ["stepTimeoutMs", this.stepTimeoutMs]] as const) {
       if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError("invalid_config", `${name} must be an integer >= 0, got ${value}`);
     }
+    this.pool = new HostPool({
+      modules: modulesFor(options.registry),
+      size: options.hosts,
+      heapMb: options.hostMemoryMb,
+      stepTimeoutMs: this.stepTimeoutMs,
+      snapshotKey: options.snapshotKey ?? randomSnapshotKey(),
+      onSessionLost: (sid, error) => void this.onLost(sid, error),
+    });
+  }
+
+  /** Resolves once the environment hosts are up (rejects with host_failed if they cannot start). */
+  ready(): Promise<void> {
+    return this.pool.ready();
   }
 
   /** Reap idle sessions every `intervalMs` (a timer that does not keep the process alive). */
@@ -140,7 +175,7 @@ export class SessionManager {
   }
 
   /** Start a session: a new episode (env, task_id, seed) or a fork of a snapshot. */
-  async create(request: CreateSessionRequest): Promise<CreatedSession> {
+  async create(request: CreateSessionRequest, caller: Caller = null): Promise<JsonText<CreatedSession>> {
     this.assertOpen();
     if (this.sessions.size >= this.capacity) {
       throw new ServiceError("capacity_reached", `the service holds ${this.sessions.size} live sessions, its capacity; close one or retry later`, {
@@ -152,147 +187,118 @@ export class SessionManager {
     if (record && !this.options.store) throw new ValidationError("invalid_argument", "record: true needs a trajectory store; start the service with --store");
     const fork = "snapshot" in request;
     const envId = fork ? snapshotEnv(request.snapshot) : request.env;
-    const entry = this.options.registry.get(envId);
-    const env = entry.create();
+    // Unknown ids fail here, before a host is asked.
+    this.options.registry.get(envId);
     const id = `ses_${randomBytes(12).toString("hex")}`;
     // Reserve the slot at once, so concurrent creates cannot overshoot the capacity.
-    const placeholder = { id, busy: true } as Session;
-    this.sessions.set(id, placeholder);
-    // Tracked like a step, so shutdown waits for it instead of leaving its environment open.
-    const work = this.createSession(request, id, entry, env, record);
+    this.sessions.set(id, { id, busy: true } as Session);
+    const work = this.open(id, request, envId, record, caller);
     this.inFlight.add(work);
     try {
       return await work;
+    } catch (error) {
+      this.sessions.delete(id);
+      throw error;
     } finally {
       this.inFlight.delete(work);
     }
   }
 
-  private async createSession(
-    request: CreateSessionRequest,
-    id: string,
-    entry: { id: string; version: string },
-    env: AnyEnvironment,
-    record: boolean,
-  ): Promise<CreatedSession> {
-    try {
-      let observation: Observation;
-      let taskId: string;
-      let seed: number;
-      let stepCount = 0;
-      if ("snapshot" in request) {
-        await this.withTimeout(env.restore(request.snapshot), "restore");
-        taskId = request.snapshot.task_id;
-        seed = request.snapshot.seed;
-        stepCount = request.snapshot.step;
-        // A snapshot does not hold the last observation; the fork's first step record starts empty.
-        observation = { rendered: "", tokens: 0 };
-      } else {
-        taskId = request.task_id;
-        seed = request.seed;
-        observation = await this.withTimeout(env.reset(taskId, seed), "reset");
-      }
-      const session: Session = {
-        id, env, envId: entry.id, taskId, seed, policyCheckpoint: request.policy_checkpoint ?? null, record, observation,
-        steps: [], stepCount, ended: "snapshot" in request && request.snapshot.status !== "running", stored: null, busy: false,
-        createdAt: new Date(this.now()), lastUsed: this.now(),
-      };
-      this.sessions.set(id, session);
-      this.stats.created_total++;
-      return { session_id: id, env: entry.id, env_version: entry.version, task_id: taskId, seed, observation, tools: env.tools() };
-    } catch (error) {
-      this.sessions.delete(id);
-      await env.close();
-      throw error;
-    }
+  private async open(id: string, request: CreateSessionRequest, envId: string, record: boolean, caller: Caller): Promise<JsonText<CreatedSession>> {
+    const policyCheckpoint = request.policy_checkpoint ?? null;
+    const start =
+      "snapshot" in request
+        ? { sid: id, env: envId, record, policy_checkpoint: policyCheckpoint, snapshot: request.snapshot, trusted: caller?.admin === true }
+        : { sid: id, env: envId, record, policy_checkpoint: policyCheckpoint, task_id: request.task_id, seed: request.seed };
+    const opened = await this.pool.open(start);
+    if (record && !this.runTools.has(envId)) this.runTools.set(envId, (JSON.parse(opened.body) as CreatedSession).tools);
+    const now = this.now();
+    this.sessions.set(id, {
+      id, owner: caller?.name ?? null, envId, envVersion: opened.env_version, taskId: opened.task_id, seed: opened.seed, policyCheckpoint, record,
+      stepCount: opened.step, ended: opened.ended, records: [], lastAnswer: record && !("snapshot" in request) ? opened.body : null, stored: null,
+      busy: false, createdAt: new Date(now), lastUsed: now,
+    });
+    this.stats.created_total++;
+    return new JsonText<CreatedSession>(opened.body);
   }
 
   /** Apply one action. A malformed action is answered by the environment (invalid_call), not thrown. */
-  async step(sessionId: string, action: unknown): Promise<StepResponse> {
-    return this.exclusive(sessionId, async (s) => {
+  async step(sessionId: string, action: unknown, caller: Caller = null): Promise<JsonText<StepResponse>> {
+    return this.exclusive(sessionId, caller, async (s) => {
       const started = performance.now();
-      const result = await this.withTimeout(s.env.step(action as Action), "step", s);
+      let reply;
+      try {
+        reply = await this.pool.step(s.id, action);
+      } catch (error) {
+        throw await this.afterFailedStep(s, action, error);
+      }
       this.stats.steps_total++;
       s.stepCount++;
       this.stats.latencies.push((performance.now() - started) / 1000);
       if (this.stats.latencies.length > 100_000) this.stats.latencies.splice(0, 50_000);
-      // Steps after the end are answered by the environment but are not part of the episode.
-      if (!s.ended) {
-        const record = toStepRecord({
-          episodeId: s.id, taskId: s.taskId, envVersion: s.env.info.version, policyCheckpoint: s.policyCheckpoint,
-          step: s.steps.length + 1, observation: s.observation, action, result,
-        });
-        s.steps.push(s.record && !s.stored ? record : summaryOnly(record));
-      }
-      s.observation = result.observation;
-      let info = result.info;
-      if ((result.terminated || result.truncated) && !s.ended) {
+      if (reply.record && !s.stored) s.records.push(reply.record);
+      if (s.record) s.lastAnswer = reply.body;
+      let body = reply.body;
+      if (reply.ended) {
         s.ended = true;
         // The step happened whatever the store says: its result is answered, with the failure to record it.
         await this.saveEpisode(s).catch((error: unknown) => {
-          info = { ...info, record_error: toLlmixError(error).toJSON() };
+          const value = JSON.parse(body) as StepResponse;
+          value.info = { ...value.info, record_error: toLlmixError(error).toJSON() };
+          body = JSON.stringify(value);
         });
       }
-      return {
-        observation: result.observation,
-        reward: result.reward,
-        reward_components: result.rewardComponents,
-        terminated: result.terminated,
-        truncated: result.truncated,
-        tool_result: (result.info.tool_result as ToolResult | undefined) ?? null,
-        info,
-      };
+      return new JsonText<StepResponse>(body);
     });
   }
 
-  /** The session's full snapshot (restore or fork it later). */
-  async snapshot(sessionId: string): Promise<EnvironmentSnapshot> {
-    return this.exclusive(sessionId, (s) => s.env.snapshot());
+  /** The session's signed snapshot, as `{"snapshot": {...}}` (restore or fork it later). */
+  async snapshot(sessionId: string, caller: Caller = null): Promise<JsonText<{ snapshot: JsonValue }>> {
+    return this.exclusive(sessionId, caller, async (s) => new JsonText(await this.pool.snapshot(s.id)));
   }
 
   /** Continue the session from a snapshot of the same environment (recording restarts from there). */
-  async restore(sessionId: string, snapshot: unknown): Promise<void> {
-    return this.exclusive(sessionId, async (s) => {
-      await this.withTimeout(s.env.restore(snapshot as EnvironmentSnapshot), "restore", s);
-      const snap = snapshot as EnvironmentSnapshot;
-      s.taskId = snap.task_id;
-      s.seed = snap.seed;
-      s.steps = [];
-      s.stepCount = snap.step;
-      // The observation before the restore is not the one the next action acts on.
-      s.observation = { rendered: "", tokens: 0 };
-      s.ended = snap.status !== "running";
+  async restore(sessionId: string, snapshot: unknown, caller: Caller = null): Promise<void> {
+    return this.exclusive(sessionId, caller, async (s) => {
+      let restored;
+      try {
+        restored = await this.pool.restore(s.id, snapshot, caller?.admin === true);
+      } catch (error) {
+        throw await this.afterFailedStep(s, null, error);
+      }
+      s.taskId = restored.task_id;
+      s.seed = restored.seed;
+      s.records = [];
+      s.lastAnswer = null;
+      s.stepCount = restored.step;
+      s.ended = restored.ended;
     });
   }
 
-  /** The tools valid in the session's episode (declared form: the MCP and OpenAI shapes come from it). */
-  toolDefinitions(sessionId: string) {
-    return this.require(sessionId).env.toolDefinitions();
-  }
-
-  /** The JSON-Schema tool definitions of the session's episode. */
-  tools(sessionId: string): ToolSpec[] {
-    return this.require(sessionId).env.tools();
+  /** The tools valid in the session's episode: JSON-Schema specs and their MCP form. */
+  async tools(sessionId: string, caller: Caller = null): Promise<{ tools: ToolSpec[]; mcp: Array<Record<string, unknown>> }> {
+    return this.exclusive(sessionId, caller, (s) => this.pool.tools(s.id));
   }
 
   /** A live session's state. */
-  info(sessionId: string): SessionInfo {
-    const s = this.require(sessionId);
+  info(sessionId: string, caller: Caller = null): SessionInfo {
+    const s = this.require(sessionId, caller);
     return {
-      session_id: s.id, env: s.envId, env_version: s.env.info.version, task_id: s.taskId, seed: s.seed, steps: s.stepCount,
+      session_id: s.id, env: s.envId, env_version: s.envVersion, task_id: s.taskId, seed: s.seed, steps: s.stepCount,
       ended: s.ended, record: s.record, created_at: s.createdAt.toISOString(), idle_ms: this.now() - s.lastUsed,
     };
   }
 
   /** End a session: the episode summary (stored first when recording). Unknown id: unknown_session. */
-  async close(sessionId: string): Promise<EpisodeRecord> {
+  async close(sessionId: string, caller: Caller = null): Promise<EpisodeRecord> {
     let failed: unknown;
-    const summary = await this.exclusive(sessionId, async (s) => {
+    const summary = await this.exclusive(sessionId, caller, async (s) => {
+      this.sessions.delete(s.id);
       // A store that refuses the episode must not keep the session alive: it is closed, and the error told.
       if (s.record && !s.ended) await this.saveEpisode(s).catch((error: unknown) => (failed = error));
-      return s.stored ?? this.summary(s);
+      const closed = await this.pool.closeSession(s.id, s.createdAt, new Date(this.now()));
+      return s.stored ?? closed.summary;
     });
-    await this.drop(sessionId);
     if (failed !== undefined) throw failed;
     return summary;
   }
@@ -301,10 +307,9 @@ export class SessionManager {
   async reapIdle(): Promise<number> {
     if (this.idleTtlMs === 0) return 0;
     const now = this.now();
-    const idle = [...this.sessions.values()].filter((s) => !s.busy && now - s.lastUsed > this.idleTtlMs);
+    const idle = [...this.sessions.values()].filter((s) => !s.busy && s.createdAt && now - s.lastUsed > this.idleTtlMs);
     for (const s of idle) {
-      if (s.record && !s.ended) await this.saveEpisode(s).catch(() => undefined);
-      await this.drop(s.id);
+      await this.close(s.id, { name: "reaper", admin: true }).catch(() => undefined);
       this.stats.reaped_total++;
     }
     return idle.length;
@@ -314,7 +319,10 @@ export class SessionManager {
   drainStats(): SessionStats {
     const latencies = this.stats.latencies;
     this.stats.latencies = [];
-    return { live: this.sessions.size, created_total: this.stats.created_total, steps_total: this.stats.steps_total, reaped_total: this.stats.reaped_total, latencies };
+    return {
+      live: this.sessions.size, created_total: this.stats.created_total, steps_total: this.stats.steps_total, reaped_total: this.stats.reaped_total, latencies,
+      hosts: this.pool.snapshotStats(),
+    };
   }
 
   /** Live session count. */
@@ -322,9 +330,15 @@ export class SessionManager {
     return this.sessions.size;
   }
 
+  /** Run a job (replay, task listing, environment details) on the hosts' job thread. */
+  job(job: Parameters<HostPool["job"]>[0]): Promise<unknown> {
+    this.assertOpen();
+    return this.pool.job(job);
+  }
+
   /**
    * Stop: refuse new work, wait for in-flight operations, store recorded episodes that are still open,
-   * close every environment. Idempotent.
+   * close every session and stop the hosts. Idempotent.
    */
   shutdown(): Promise<void> {
     // One shutdown however many callers (a signal handler and the app's close hook): two concurrent
@@ -338,16 +352,20 @@ export class SessionManager {
     this.reaper = null;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     for (const s of [...this.sessions.values()]) {
-      if (s.record && !s.ended && s.env) await this.saveEpisode(s).catch(() => undefined);
-      await this.drop(s.id);
+      if (s.record && !s.ended && s.createdAt) await this.saveEpisode(s).catch(() => undefined);
+      this.drop(s.id);
     }
+    await this.pool.close();
   }
 
   // ----- internals -----------------------------------------------------------------------------------
 
-  private require(sessionId: string): Session {
+  private require(sessionId: string, caller: Caller): Session {
     const s = typeof sessionId === "string" ? this.sessions.get(sessionId) : undefined;
-    if (!s || !s.env) throw new ServiceError("unknown_session", `no live session "${String(sessionId)}" (closed, reaped after being idle, or never created)`);
+    // Another tenant's session is answered exactly like one that does not exist: its id tells them nothing.
+    if (!s || !s.createdAt || (s.owner !== null && caller !== null && !caller.admin && caller.name !== s.owner)) {
+      throw new ServiceError("unknown_session", `no live session "${String(sessionId)}" (closed, reaped after being idle, or never created)`);
+    }
     return s;
   }
 
@@ -356,9 +374,9 @@ export class SessionManager {
   }
 
   /** Run `fn` as the session's only operation; a concurrent one gets session_busy. */
-  private async exclusive<T>(sessionId: string, fn: (s: Session) => Promise<T> | T): Promise<T> {
+  private async exclusive<T>(sessionId: string, caller: Caller, fn: (s: Session) => Promise<T> | T): Promise<T> {
     this.assertOpen();
-    const s = this.require(sessionId);
+    const s = this.require(sessionId, caller);
     if (s.busy) throw new ServiceError("session_busy", `session ${sessionId} is busy with another request; send its operations one at a time`);
     s.busy = true;
     const work = (async () => fn(s))();
@@ -372,31 +390,50 @@ export class SessionManager {
     }
   }
 
-  /** Race an environment call against the step time limit; on timeout the session is closed. */
-  private async withTimeout<T>(work: Promise<T>, what: string, session?: Session): Promise<T> {
-    if (this.stepTimeoutMs === 0) return work;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ServiceError("step_timeout", `${what} took longer than ${this.stepTimeoutMs} ms; the session was closed`)), this.stepTimeoutMs);
-    });
-    try {
-      return await Promise.race([work, timeout]);
-    } catch (error) {
-      if (error instanceof ServiceError && error.code === "step_timeout" && session) {
-        work.catch(() => undefined);
-        // The environment may still be inside the call: drop the session, close the instance when it is done.
-        this.sessions.delete(session.id);
-        void work.finally(() => session.env.close()).catch(() => undefined);
-      }
-      throw error;
-    } finally {
-      clearTimeout(timer);
+  /**
+   * A request of this session stopped its host: the session is over. A recorded episode is stored with
+   * a last step that says so (outcome 0), so the policy's failure counts as one. The error is returned
+   * for the caller to throw, naming what happened to the session.
+   */
+  private async afterFailedStep(s: Session, action: unknown, error: unknown): Promise<LlmixError> {
+    const e = toLlmixError(error);
+    if (!HOST_STOPS.has(e.code) || e.details.host_stopped !== true) return e;
+    if (action !== null && s.record && !s.stored) {
+      s.records.push(this.stoppedStep(s, action, e));
+      s.ended = true;
+      await this.saveEpisode(s).catch(() => undefined);
     }
+    this.drop(s.id);
+    return new ServiceError(e.code as "step_timeout", `${e.message}; the session was closed`, { ...e.details, session_closed: true, stored: s.stored !== null });
   }
 
-  private summary(s: Session): EpisodeRecord {
-    // A session closed before its first step still has a version; the record would take it from a step.
-    return { ...episodeRecord(this.jobOf(s, ""), s.steps, null, s.createdAt, new Date(this.now())), env_version: s.env.info.version };
+  /** The record of a step that never finished: truncated, outcome 0, the reason in `info`. */
+  private stoppedStep(s: Session, action: unknown, error: LlmixError): TrajectoryStepRecord {
+    const last = s.lastAnswer ? (JSON.parse(s.lastAnswer) as { observation?: Observation }).observation : undefined;
+    const message = `The step was stopped: ${error.message}.`;
+    return toStepRecord({
+      episodeId: s.id, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint, step: s.records.length + 1,
+      observation: last ?? { rendered: "", tokens: 0 },
+      action,
+      result: {
+        observation: { rendered: message, tokens: 0 }, reward: 0, rewardComponents: { task: 0 }, terminated: false, truncated: true,
+        info: { end_reason: error.code, error: error.toJSON() },
+      },
+    });
+  }
+
+  /** A session its host could not bring back: stored (if recorded) as failed, then forgotten. */
+  private async onLost(sid: string, error: LlmixError): Promise<void> {
+    const s = this.sessions.get(sid);
+    if (!s) return;
+    if (s.record && !s.stored && s.records.length > 0) {
+      const runId = await this.runFor(s).catch(() => null);
+      if (runId) {
+        const episode = episodeRecord(this.jobOf(s, runId), s.records, error, s.createdAt, new Date(this.now()));
+        await this.options.store?.writeEpisodes([{ episode, steps: s.records }]).catch(() => undefined);
+      }
+    }
+    this.sessions.delete(sid);
   }
 
   private jobOf(s: Session, runId: string): EpisodeJob {
@@ -409,13 +446,13 @@ export class SessionManager {
   /** Write a recorded session's episode (once) under this server's run for its environment. */
   private async saveEpisode(s: Session): Promise<void> {
     const store = this.options.store;
-    if (!s.record || s.stored || !store || s.steps.length === 0) return;
+    if (!s.record || s.stored || !store || s.records.length === 0) return;
     const runId = await this.runFor(s);
-    const episode = episodeRecord(this.jobOf(s, runId), s.steps, null, s.createdAt, new Date(this.now()));
-    await store.writeEpisodes([{ episode, steps: s.steps }]);
+    const episode = episodeRecord(this.jobOf(s, runId), s.records, null, s.createdAt, new Date(this.now()));
+    await store.writeEpisodes([{ episode, steps: s.records }]);
     // Stored once: a later close, restore or reap must not write the same episode id again.
     s.stored = episode;
-    s.steps = s.steps.map(summaryOnly);
+    s.records = [];
   }
 
   /** The run that holds this server's recorded sessions of one environment (created on first use). */
@@ -426,8 +463,8 @@ export class SessionManager {
       const stamp = this.started.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
       const runId = `serve-${stamp}-${randomBytes(3).toString("hex")}-${s.envId}`;
       const record: RunRecord = {
-        run_id: runId, env: s.envId, env_version: s.env.info.version, policy: "service", policy_checkpoint: null,
-        config: { source: "llmix serve" } as JsonValue, tools: s.env.tools(), status: "running", planned_episodes: 0,
+        run_id: runId, env: s.envId, env_version: s.envVersion, policy: "service", policy_checkpoint: null,
+        config: { source: "llmix serve" } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
         created_at: this.started.toISOString(), finished_at: null,
       };
       run = store.createRun(record).then(() => runId);
@@ -437,23 +474,13 @@ export class SessionManager {
     return run;
   }
 
-  private async drop(sessionId: string): Promise<void> {
+  private drop(sessionId: string): void {
     const s = this.sessions.get(sessionId);
     this.sessions.delete(sessionId);
-    if (s?.env) await s.env.close().catch(() => undefined);
+    // A session whose host still holds it is closed there too (without waiting: nobody needs the summary).
+    if (s?.createdAt) void this.pool.closeSession(sessionId, s.createdAt, new Date(this.now())).catch(() => undefined);
+    else this.pool.forget(sessionId);
   }
-}
-
-/** A step record cut down to what an episode summary reads (tokens, rewards, tool status and cost, the end). */
-function summaryOnly(record: TrajectoryStepRecord): TrajectoryStepRecord {
-  const ended = record.terminated || record.truncated;
-  const tool = record.tool_result;
-  return {
-    ...record,
-    observation: { rendered: "", tokens: record.observation.tokens },
-    tool_result: tool ? { status: tool.status, latency_ms: tool.latency_ms, cost: tool.cost, output: null } : null,
-    info: ended ? record.info : {},
-  };
 }
 
 function snapshotEnv(snapshot: unknown): string {

@@ -4,12 +4,12 @@
  * error codes of every bad input, limits (capacity, step timeout, body size), metrics and OpenAPI.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EnvironmentEntry } from "../../src/core/registry.js";
+import { registryWith } from "../../src/cli/options.js";
 import { builtinRegistry } from "../../src/envs/index.js";
 import { mountMcp } from "../../src/server/mcp.js";
 import { openApiPath } from "../../src/server/openapi.js";
 import type { CreatedSession, StepResponse } from "../../src/server/sessions.js";
-import { api, playReference, startTestServer, TASK, type TestServer } from "./service-helpers.js";
+import { api, HOSTILE_MODULE, playReference, startTestServer, TASK, type TestServer } from "./service-helpers.js";
 
 let server: TestServer;
 let base: string;
@@ -310,25 +310,6 @@ describe("errors", () => {
   });
 });
 
-/** billing-dispute whose step sleeps on the message "sleep", to test the per-step timeout. */
-function slowEntry(): EnvironmentEntry {
-  const billing = builtinRegistry().get("billing-dispute");
-  return {
-    id: "slow-billing",
-    version: billing.version,
-    description: "billing-dispute with a slow step",
-    create: (options) => {
-      const env = billing.create(options);
-      const step = env.step.bind(env);
-      env.step = async (action) => {
-        if (action.type === "message" && action.content === "sleep") await new Promise((r) => setTimeout(r, 400));
-        return step(action);
-      };
-      return env;
-    },
-  };
-}
-
 describe("limits", () => {
   it("capacity_reached is 503 with Retry-After; closing a session frees a slot", async () => {
     const small = await startTestServer({ capacity: 2, withStore: false });
@@ -360,16 +341,16 @@ describe("limits", () => {
   });
 
   it("a step over the time limit is step_timeout (504) and closes the session", async () => {
-    const registry = builtinRegistry();
-    registry.register(slowEntry());
-    const slow = await startTestServer({ registry, stepTimeoutMs: 150, withStore: false });
+    const registry = await registryWith([HOSTILE_MODULE]);
+    const slow = await startTestServer({ registry, stepTimeoutMs: 300, withStore: false });
     try {
-      const created = (await api(slow.base, "POST", "/v1/sessions", { env: "slow-billing", task_id: TASK.task_id, seed: 1 })).body;
+      const created = (await api(slow.base, "POST", "/v1/sessions", { env: "hostile", task_id: "hostile/easy/seed-1", seed: 1 })).body;
       const path = `/v1/sessions/${created.session_id}/step`;
-      expect((await api(slow.base, "POST", path, { action: { type: "message", content: "hello" } })).status).toBe(200);
-      const res = await api(slow.base, "POST", path, { action: { type: "message", content: "sleep" } });
-      expect([res.status, res.body.error.code]).toEqual([504, "step_timeout"]);
+      expect((await api(slow.base, "POST", path, { action: { type: "tool_call", tool: "count", args: { by: 1 } } })).status).toBe(200);
+      const res = await api(slow.base, "POST", path, { action: { type: "tool_call", tool: "hang", args: {} } });
+      expect([res.status, res.body.error.code, res.body.error.details.session_closed]).toEqual([504, "step_timeout", true]);
       expect((await api(slow.base, "GET", `/v1/sessions/${created.session_id}`)).body.error.code).toBe("unknown_session");
+      expect((await api(slow.base, "GET", "/healthz")).status).toBe(200);
     } finally {
       await slow.close();
     }

@@ -46,7 +46,7 @@ describe("MCP over streamable HTTP", () => {
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    manager = new SessionManager({ registry: builtinRegistry(), idleTtlMs: 0 });
+    manager = new SessionManager({ registry: builtinRegistry(), idleTtlMs: 0, hosts: 1 });
     app = Fastify();
     mountMcp(app, manager);
     base = await app.listen({ port: 0, host: "127.0.0.1" });
@@ -66,11 +66,11 @@ describe("MCP over streamable HTTP", () => {
   }
 
   it("lists the session's tools and a call advances the same session with its reward", async () => {
-    const created = await manager.create({ env: ENV, task_id: TASK, seed: SEED });
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
     const client = await connect(created.session_id);
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(created.tools.map((t) => t.name));
-    const declared = manager.toolDefinitions(created.session_id).map((t) => t.mcp());
+    const declared = (await manager.tools(created.session_id)).mcp as Array<{ description: string; inputSchema: unknown }>;
     expect(tools.map((t) => [t.description, t.inputSchema])).toEqual(declared.map((t) => [t.description, t.inputSchema]));
     expect(client.getInstructions()).toContain(`/v1/sessions/${created.session_id}/step`);
 
@@ -90,7 +90,7 @@ describe("MCP over streamable HTTP", () => {
   it("plays a whole episode: tool calls through MCP, messages through the step API, outcome 1", async () => {
     const actions = await referenceActions();
     expect(actions.some((a) => a.type === "tool_call")).toBe(true);
-    const created = await manager.create({ env: ENV, task_id: TASK, seed: SEED });
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
     const client = await connect(created.session_id);
     let last: StepMeta | undefined;
     let viaMcp = 0;
@@ -100,7 +100,7 @@ describe("MCP over streamable HTTP", () => {
         last = meta(result);
         viaMcp++;
       } else {
-        last = await manager.step(created.session_id, action);
+        last = (await manager.step(created.session_id, action)).value;
       }
     }
     expect(viaMcp).toBeGreaterThan(0);
@@ -110,7 +110,7 @@ describe("MCP over streamable HTTP", () => {
   });
 
   it("a bad tool argument is answered by the environment: isError and an invalid_call penalty", async () => {
-    const created = await manager.create({ env: ENV, task_id: TASK, seed: SEED });
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
     const client = await connect(created.session_id);
     const result = await client.callTool({ name: "lookup_customer", arguments: { query: 42 } });
     expect(result.isError).toBe(true);
@@ -122,6 +122,24 @@ describe("MCP over streamable HTTP", () => {
     expect(manager.info(created.session_id).steps).toBe(2);
   });
 
+  it("malformed tools/call params are invalid params (-32602) in one line, and the session is untouched", async () => {
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    for (const [params, says] of [
+      [{ name: "lookup_customer", arguments: "ls" }, "params.arguments must be an object of the tool's arguments, got a string"],
+      [{ name: "lookup_customer", arguments: [1] }, "got an array"],
+      [{ arguments: {} }, "params.name must be the name"],
+    ] as const) {
+      const body = JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params });
+      const res = await fetch(`${base}/v1/sessions/${created.session_id}/mcp`, { method: "POST", headers, body });
+      const answer = (await res.json()) as { error: { code: number; message: string } };
+      expect(answer.error.code).toBe(-32602);
+      expect(answer.error.message).toContain(says);
+      expect(answer.error.message).not.toContain("\n");
+    }
+    expect(manager.info(created.session_id).steps).toBe(0);
+  });
+
   it("an unknown session is a 404 with the service's JSON error; GET is 405 (stateless)", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -129,7 +147,7 @@ describe("MCP over streamable HTTP", () => {
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("unknown_session");
 
-    const created = await manager.create({ env: ENV, task_id: TASK, seed: SEED });
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
     const get = await fetch(`${base}/v1/sessions/${created.session_id}/mcp`, { headers: { accept: "text/event-stream" } });
     expect(get.status).toBe(405);
     await get.body?.cancel();
@@ -145,9 +163,9 @@ describe("MCP over streamable HTTP", () => {
 
 describe("createMcpServer", () => {
   it("a closed session is an MCP error carrying the llmix code", async () => {
-    const manager = new SessionManager({ registry: builtinRegistry(), idleTtlMs: 0 });
-    const created = await manager.create({ env: ENV, task_id: TASK, seed: SEED });
-    const server = createMcpServer(manager, created.session_id);
+    const manager = new SessionManager({ registry: builtinRegistry(), idleTtlMs: 0, hosts: 1 });
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
+    const server = createMcpServer(manager, created.session_id, null);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const client = new Client({ name: "llmix-test", version: "0.0.0" });
     await Promise.all([server.connect(serverSide), client.connect(clientSide)]);

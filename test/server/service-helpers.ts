@@ -15,6 +15,9 @@ import { buildApp, type AppOptions, type LlmixService } from "../../src/server/a
 import type { CreatedSession, StepResponse } from "../../src/server/sessions.js";
 import { openStore, type SqliteTrajectoryStore } from "../../src/store/sqlite-store.js";
 
+/** The hostile test environment's module (steps that hang, allocate, exit their thread or stall). */
+export const HOSTILE_MODULE = join(process.cwd(), "test/fixtures/hostile-env.ts");
+
 /** A service listening on a free loopback port. */
 export interface TestServer {
   service: LlmixService;
@@ -29,7 +32,8 @@ export async function startTestServer(options: Partial<AppOptions> & { withStore
   const dir = options.withStore === false ? undefined : mkdtempSync(join(tmpdir(), "llmix-serve-"));
   const store = dir ? openStore(join(dir, "llmix.db")) : undefined;
   const { withStore: _w, ...rest } = options;
-  const service = await buildApp({ registry: builtinRegistry(), store, ...rest });
+  // One host: tests do not need two, and each host thread takes a few seconds to start from source.
+  const service = await buildApp({ registry: builtinRegistry(), store, hosts: 1, ...rest });
   await service.app.listen({ host: "127.0.0.1", port: 0 });
   const address = service.app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;

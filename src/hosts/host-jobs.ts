@@ -1,0 +1,90 @@
+/**
+ * Work of the service that belongs to no session but runs environment code (a constructor, a task
+ * generator, a replay), so it runs on a host like sessions do, never on the serving thread: the
+ * environments' summaries, one environment's detail, task listing and the replay of a stored episode.
+ */
+import type { ComponentBounds } from "../core/environment.js";
+import type { ToolSpec } from "../core/contract.js";
+import { ValidationError } from "../core/errors.js";
+import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
+import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
+import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
+import type { HostJob } from "./protocol.js";
+
+/** One environment as GET /v1/envs/:env describes it. */
+export interface EnvDetail extends EnvironmentSummary {
+  tools: ToolSpec[];
+  reward_components: Record<string, ComponentBounds>;
+}
+
+/** Most task ids one listing may ask for. */
+export const MAX_TASK_LISTING = 100_000;
+
+/** Run a job against the host's registry. */
+export async function runJob(registry: EnvironmentRegistry, job: HostJob): Promise<unknown> {
+  switch (job.kind) {
+    case "summaries":
+      return registry.list().map(summarize);
+    case "env_detail":
+      return envDetail(registry, job.env);
+    case "tasks":
+      return listTasks(registry, job.env, job.query);
+    case "replay":
+      return replay(registry, job);
+  }
+}
+
+/** The summary plus the tools of a sampled task and the reward components with bounds. */
+async function envDetail(registry: EnvironmentRegistry, id: string): Promise<EnvDetail> {
+  const entry = registry.get(id);
+  const env = entry.create();
+  try {
+    // Tools are per episode; those of one sampled task stand for the environment.
+    const [taskId] = sampleTaskIds({ family: env.tasks.families[0] as string, difficulties: [env.tasks.difficulties[0] as string], n: 1, seed: 0 });
+    await env.reset(taskId as string, 0);
+    return { ...summarize(entry), tools: env.tools(), reward_components: { ...env.componentBounds() } };
+  } finally {
+    await env.close();
+  }
+}
+
+/** Task ids of an environment, validated as `llmix tasks` validates its flags. */
+async function listTasks(registry: EnvironmentRegistry, id: string, query: Record<string, unknown>): Promise<{ task_ids: string[] }> {
+  const env = registry.get(id).create();
+  try {
+    const difficulties = env.tasks.difficulties;
+    const difficulty = query.difficulty;
+    if (difficulty !== undefined && (typeof difficulty !== "string" || !difficulties.includes(difficulty))) {
+      throw new ValidationError("invalid_argument", `unknown difficulty ${JSON.stringify(difficulty)} for ${id}; valid: ${difficulties.join(", ")}`, { valid: [...difficulties] });
+    }
+    return {
+      task_ids: sampleTaskIds({
+        family: env.tasks.families[0] as string,
+        difficulties: typeof difficulty === "string" ? [difficulty] : difficulties,
+        n: intParam(query.n, "n", 0, MAX_TASK_LISTING, 10),
+        split: parseSplit(query.split ?? "train"),
+        seed: intParam(query.seed, "seed", 0, 0xffffffff, 0),
+      }),
+    };
+  } finally {
+    await env.close();
+  }
+}
+
+/** Re-run a stored episode's actions on a fresh instance (with the run's environment options). */
+async function replay(registry: EnvironmentRegistry, job: Extract<HostJob, { kind: "replay" }>): Promise<ReplayReport> {
+  const env = registry.get(job.stored.episode.env).create({ ...job.env_options });
+  try {
+    return await replayEpisode(env, job.stored);
+  } finally {
+    await env.close();
+  }
+}
+
+/** An integer query or message parameter in [min, max], or its default when absent. */
+export function intParam(value: unknown, name: string, min: number, max: number, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  const n = typeof value === "string" && /^\s*-?\d+\s*$/.test(value) ? Number(value) : typeof value === "number" ? value : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ValidationError("invalid_argument", `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
+  return n;
+}

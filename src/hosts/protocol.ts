@@ -1,0 +1,113 @@
+/**
+ * The messages between the thread that serves requests and an environment host (a worker thread that
+ * runs sessions, see host-worker.ts). Everything crosses by structured clone; results that go straight
+ * back to a client travel as JSON text the host already serialized, so the serving thread only copies.
+ */
+import type { ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
+import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
+
+/** What a host is started with (workerData). */
+export interface HostConfig {
+  /** `--module` files to load next to the built-in environments, in order. */
+  modules: string[];
+  /** Key of the snapshot signatures (see signing.ts), hex. */
+  snapshotKey: string;
+}
+
+/** How a session starts: a new episode, or a snapshot (a fork or a rebuild's checkpoint). */
+export interface SessionStart {
+  sid: string;
+  env: string;
+  record: boolean;
+  policy_checkpoint: string | null;
+  task_id?: string;
+  seed?: number;
+  /** A snapshot object to continue from (a fork); checked against its signature unless `trusted`. */
+  snapshot?: unknown;
+  /** Skip the signature check (an admin token, or a snapshot this server kept itself). */
+  trusted?: boolean;
+}
+
+/**
+ * What brings a session back on a new host after its old host was stopped: the start, an optional
+ * checkpoint (host-made, see `StepReply.checkpoint`), and the actions taken since, replayed in order.
+ * `digest` is what the last step reported; the rebuilt session must report the same.
+ */
+export interface SessionRebuild {
+  start: SessionStart;
+  checkpoint: string | null;
+  actions: unknown[];
+  digest: string;
+}
+
+/** A request to a host. `id` matches the reply. */
+export type HostRequest =
+  | { id: number; kind: "open"; start: SessionStart }
+  | { id: number; kind: "rebuild"; rebuild: SessionRebuild }
+  | { id: number; kind: "step"; sid: string; action: unknown; checkpoint: boolean }
+  | { id: number; kind: "snapshot"; sid: string }
+  | { id: number; kind: "restore"; sid: string; snapshot: unknown; trusted: boolean }
+  | { id: number; kind: "tools"; sid: string }
+  | { id: number; kind: "close"; sid: string; created_at: string; closed_at: string }
+  | { id: number; kind: "job"; job: HostJob };
+
+/** Work that belongs to no session (heavy or environment-defined, so it runs on a host too). */
+export type HostJob =
+  | { kind: "summaries" }
+  | { kind: "env_detail"; env: string }
+  | { kind: "tasks"; env: string; query: Record<string, unknown> }
+  | { kind: "replay"; stored: StoredEpisode; env_options: Record<string, unknown> };
+
+/** A session as it starts (what `open` answers; the client's create response is built from it). */
+export interface OpenedSession {
+  env_version: string;
+  task_id: string;
+  seed: number;
+  step: number;
+  ended: boolean;
+  /** The create response's JSON text: {session_id, env, env_version, task_id, seed, observation, tools}. */
+  body: string;
+  digest: string;
+  /** For a session that starts from a snapshot: its checkpoint, the base of a later rebuild. */
+  checkpoint?: string;
+}
+
+/** What a step answers. */
+export interface StepReply {
+  /** The step response's JSON text (DESIGN §1 wire form). */
+  body: string;
+  /** The episode ended with this step (the first end; later steps change nothing). */
+  ended: boolean;
+  /** The step counted in the episode (false for a step after the end). */
+  counted: boolean;
+  digest: string;
+  /** The step record, for recorded sessions (the serving thread keeps them until the episode is stored). */
+  record?: TrajectoryStepRecord;
+  /** When asked for: the session's state after this step, from which a rebuild can start. */
+  checkpoint?: string;
+}
+
+/** A closed session's episode summary. */
+export interface ClosedSession {
+  summary: EpisodeRecord;
+}
+
+/** The result of each request kind. */
+export interface HostResults {
+  open: OpenedSession;
+  rebuild: { digest: string };
+  step: StepReply;
+  snapshot: { body: string };
+  restore: { task_id: string; seed: number; step: number; ended: boolean; checkpoint: string };
+  tools: { tools: ToolSpec[]; mcp: Array<Record<string, unknown>> };
+  close: ClosedSession;
+  job: unknown;
+}
+
+/** A host's answer to a request. */
+export type HostReply =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: { code: string; message: string; details: Record<string, unknown> } };
+
+/** What a host says on its own (not an answer): it finished starting. */
+export type HostNotice = { ready: true } | { fatal: string };
