@@ -239,6 +239,45 @@ export class ServiceOperations {
   }
 }
 
+/** Bytes of an oversized body read (and thrown away) so its sender can read the 413: beyond them, the connection is cut. */
+const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+/** How long an oversized body may take to arrive before the connection is cut. */
+const DRAIN_MS = 15_000;
+
+/**
+ * Answer an over-limit body with a 413 its sender can read. Closing at once would reset a connection
+ * whose client is still sending (it sees EPIPE, not the answer), so the rest of the body is read and
+ * dropped first, within MAX_DRAIN_BYTES and DRAIN_MS, and the connection closed after the answer.
+ */
+function refuseOversized(request: FastifyRequest, reply: FastifyReply, error: LlmixError, bodyLimit: number): void {
+  const raw = request.raw;
+  const res = reply.raw;
+  reply.hijack();
+  const body = JSON.stringify(errorBody(error));
+  res.writeHead(413, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+  res.write(body);
+  let drained = 0;
+  let done = false;
+  const finish = (cut: boolean) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    raw.removeListener("data", onData);
+    res.end();
+    if (cut) raw.socket?.destroy();
+  };
+  const onData = (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > Math.max(MAX_DRAIN_BYTES, bodyLimit)) finish(true);
+  };
+  const timer = setTimeout(() => finish(true), DRAIN_MS);
+  if (raw.complete || raw.readableEnded) return finish(false);
+  raw.on("data", onData);
+  raw.once("end", () => finish(false));
+  raw.once("error", () => finish(true));
+  raw.resume();
+}
+
 /** Send JSON text a host already serialized, as it is. */
 function sendJsonText(reply: FastifyReply, value: JsonText): FastifyReply {
   return reply.type("application/json; charset=utf-8").send(value.text);
@@ -286,7 +325,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
       : false,
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: (error, _request, reply) => {
-      const e = toServiceError(error);
+      const e = toServiceError(error, bodyLimit);
       metrics.countError(e.code);
       void sendError(reply, e);
     },
@@ -330,9 +369,10 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const e = toServiceError(error);
+    const e = toServiceError(error, bodyLimit);
     metrics.countError(e.code);
-    if (statusOf(e.code) >= 500 && e.code !== "capacity_reached" && e.code !== "step_timeout") {
+    if (e.code === "payload_too_large") return refuseOversized(request, reply, e, bodyLimit);
+    if (statusOf(e.code) >= 500 && e.code !== "capacity_reached" && e.code !== "step_timeout" && e.code !== "resource_exhausted") {
       request.log.error({ code: e.code, message: e.message, route: request.routeOptions.url }, "request failed");
     }
     return sendError(reply, e);

@@ -66,14 +66,15 @@ interface FrameworkError {
  * Any thrown value as an LlmixError. Fastify's own errors (body limits, content types, bad URLs) carry
  * an `FST_ERR_*` code and a 4xx status; they become the core code a client can act on, never a 500.
  */
-export function toServiceError(error: unknown): LlmixError {
+export function toServiceError(error: unknown, bodyLimit?: number): LlmixError {
   if (error instanceof LlmixError) return error;
   const e = (error ?? {}) as FrameworkError;
   const code = typeof e.code === "string" ? e.code : "";
   const status = typeof e.statusCode === "number" ? e.statusCode : 0;
   const message = typeof e.message === "string" ? e.message : String(error);
   if (code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
-    return new ServiceError("payload_too_large", "the request body exceeds the service's limit", { limit_bytes: (e as { limit?: unknown }).limit ?? null });
+    const limit = bodyLimit ?? null;
+    return new ServiceError("payload_too_large", `the request body exceeds the service's limit${limit === null ? "" : ` of ${limit} bytes (llmix serve --body-limit)`}`, { limit_bytes: limit });
   }
   if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" || status === 415) {
     return new LlmixError("invalid_argument", "the request body must be JSON with Content-Type: application/json");

@@ -152,6 +152,29 @@ class ServiceTest(ServerTestCase):
             self.assertEqual(caught.exception.code, "invalid_action")
             self.assertEqual(caught.exception.status, 400)
 
+    def test_payload_too_large(self) -> None:
+        with self.client.create_session(ENV, REFERENCE_TASK, 1) as session:
+            with self.assertRaises(ValidationError) as caught:
+                session.step({"type": "message", "content": "x" * 3_000_000})
+            self.assertEqual(caught.exception.code, "payload_too_large")
+            self.assertEqual(caught.exception.status, 413)
+            self.assertIsInstance(caught.exception.details.get("limit_bytes"), int)
+            # The session did not see the refused request and goes on.
+            self.assertFalse(session.step({"type": "tool_call", "tool": "get_agent_profile", "args": {}}).done)
+
+    def test_altered_snapshot_is_refused(self) -> None:
+        with self.client.create_session(ENV, REFERENCE_TASK, 4) as session:
+            snap = session.snapshot()
+            self.assertTrue(str(snap.get("signature", "")).startswith("hmac-sha256:"))
+            for edit in ({"step": snap["step"] + 1}, {"signature": None}, {"world": {}}):
+                altered = {k: v for k, v in {**snap, **edit}.items() if v is not None}
+                with self.assertRaises(ValidationError) as caught:
+                    session.restore(altered)
+                self.assertEqual(caught.exception.code, "invalid_snapshot")
+                with self.assertRaises(ValidationError):
+                    self.client.fork(altered)
+            session.restore(snap)
+
     def test_unknown_session(self) -> None:
         session = self.client.create_session(ENV, REFERENCE_TASK, 2)
         session.close()
