@@ -12,5 +12,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     reporters: ["default", "./test/summary-reporter.ts"],
+    projects: [
+      { extends: true, test: { name: "main", exclude: ["test/chaos.e2e.test.ts", "**/node_modules/**"] } },
+      // The chaos test measures the service's latency under attack: it runs alone, after everything else.
+      { extends: true, test: { name: "chaos", include: ["test/chaos.e2e.test.ts"], sequence: { groupOrder: 1 } } },
+    ],
   },
 });

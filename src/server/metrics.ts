@@ -52,6 +52,17 @@ export class ServiceMetrics {
     metric("llmix_sessions_created_total", "counter", "Sessions created since the server started.", [`llmix_sessions_created_total ${stats.created_total}`]);
     metric("llmix_steps_total", "counter", "Steps applied since the server started.", [`llmix_steps_total ${stats.steps_total}`]);
     metric("llmix_sessions_reaped_total", "counter", "Sessions closed after being idle longer than the TTL.", [`llmix_sessions_reaped_total ${stats.reaped_total}`]);
+    const hosts = stats.hosts;
+    metric("llmix_hosts", "gauge", "Environment host threads that run sessions.", [`llmix_hosts ${hosts.hosts}`]);
+    metric("llmix_hosts_started_total", "counter", "Host threads started (a stopped host is replaced by a new one).", [`llmix_hosts_started_total ${hosts.hosts_started}`]);
+    metric(
+      "llmix_hosts_stopped_total",
+      "counter",
+      "Host threads stopped by a request: over the step deadline, over the memory cap, or ended by the environment.",
+      Object.entries(hosts.hosts_stopped).map(([reason, n]) => `llmix_hosts_stopped_total{reason="${reason}"} ${n}`),
+    );
+    metric("llmix_sessions_rebuilt_total", "counter", "Sessions rebuilt on a new host after their host was stopped.", [`llmix_sessions_rebuilt_total ${hosts.sessions_rebuilt}`]);
+    metric("llmix_sessions_lost_total", "counter", "Sessions ended by a host stop: the one to blame, and any that could not be rebuilt.", [`llmix_sessions_lost_total ${hosts.sessions_lost}`]);
     this.observe(stats.latencies);
     let cumulative = 0;
     const buckets = STEP_BUCKETS.map((le, i) => {

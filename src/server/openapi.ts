@@ -78,7 +78,7 @@ const episodeId = {
 };
 const envId = { name: "env", in: "path", required: true, schema: { type: "string" }, description: "Environment id." };
 const AUTH = errors("unauthorized", "forbidden");
-const SESSION = errors("unknown_session", "session_busy", "step_timeout", "capacity_reached");
+const SESSION = errors("unknown_session", "session_busy", "step_timeout", "resource_exhausted", "capacity_reached");
 
 /** Hand-written operations of the core routes, by "METHOD path" (OpenAPI path syntax). */
 const OPERATIONS: Record<string, Json> = {
