@@ -18,7 +18,7 @@ import { codeRunnerLatency, type CodeRunnerLatency } from "./code-runner.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
 import { rolloutRates, WARM_UP_EPISODES, type RolloutRate } from "./rollout.js";
-import { serviceRates, sessionMemory, type SessionMemory, type TransportRate } from "./service.js";
+import { rebuildCost, serviceRates, sessionMemory, type RebuildCost, type SessionMemory, type TransportRate } from "./service.js";
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
 import { builtinRegistry } from "../src/envs/index.js";
@@ -213,11 +213,13 @@ console.log(`  infinite loop      p50 ${code.infinite_loop_step.p50_ms} ms  p99 
 const { rollouts, twoProcesses, store, exports } = await pipeline();
 
 // ---- the service ----------------------------------------------------------------------------------
-console.log("\nService: step round trips (baseline: a bare node:http JSON echo server, same client, same run)");
+console.log("\nService: step round trips, loaded by wrk (HTTP) and bench/native/wsload (WebSocket); baseline: a bare node:http JSON echo server under wrk, same run");
 const transports: TransportRate[] = await serviceRates();
 for (const t of transports) {
-  console.log(`  ${t.transport.padEnd(9)} ${t.env.padEnd(16)} c=${String(t.concurrency).padEnd(3)} ${String(t.steps_per_s).padStart(6)} steps/s  p50 ${t.p50_us} µs  p99 ${t.p99_us} µs  x${t.ratio_to_echo}`);
+  console.log(`  ${t.transport.padEnd(9)} ${t.env.padEnd(16)} c=${String(t.concurrency).padEnd(3)} ${String(t.steps_per_s).padStart(6)} steps/s  p50 ${t.p50_us} µs  p99 ${t.p99_us} µs  x${t.ratio_to_echo}  errors ${t.errors}`);
 }
+const rebuild: RebuildCost = await rebuildCost();
+console.log(`  rebuild after a host kill: ${rebuild.rebuilt}/${rebuild.sessions} ${rebuild.env} sessions (${rebuild.steps_per_session} steps each) in ${rebuild.total_ms} ms, ${rebuild.ms_per_session} ms per session`);
 const memory: SessionMemory = await sessionMemory();
 console.log(`  ${memory.sessions} live ${memory.env} sessions: RSS ${memory.rss_before_mb} -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session), created at ${memory.create_per_s}/s`);
 
@@ -227,7 +229,7 @@ function cellText(text: string): string {
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, session_memory: memory }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -282,9 +284,13 @@ const md = [
   "",
   "## Service: step round trips (ratio of steps/s to a bare node:http JSON echo server at the same concurrency)",
   "",
-  "| transport | env | concurrency | steps/s | p50 | p99 | ratio to echo |",
-  "|---|---|---|---|---|---|---|",
-  ...transports.map((t) => `| ${t.transport} | ${t.env} | ${t.concurrency} | ${t.steps_per_s} | ${t.p50_us} µs | ${t.p99_us} µs | ${t.ratio_to_echo} |`),
+  "Loaded by native generators: wrk for HTTP, bench/native/wsload.c for WebSocket; every connection keeps one request in flight.",
+  "",
+  "| transport | env | concurrency | steps/s | p50 | p99 | errors | ratio to echo |",
+  "|---|---|---|---|---|---|---|---|",
+  ...transports.map((t) => `| ${t.transport} | ${t.env} | ${t.concurrency} | ${t.steps_per_s} | ${t.p50_us} µs | ${t.p99_us} µs | ${t.errors} | ${t.ratio_to_echo} |`),
+  "",
+  `Rebuild after a host is stopped: ${rebuild.rebuilt} of ${rebuild.sessions} ${rebuild.env} sessions (${rebuild.steps_per_session} steps each, replayed) rebuilt in ${rebuild.total_ms} ms: ${rebuild.ms_per_session} ms per session (${rebuild.lost} lost).`,
   "",
   `Memory: ${memory.sessions} live ${memory.env} sessions in one server: RSS ${memory.rss_before_mb} MB -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session; created at ${memory.create_per_s}/s).`,
   "",

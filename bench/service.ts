@@ -1,18 +1,21 @@
 /**
- * The service under load: step round-trip latency (p50/p99) and throughput over HTTP and WebSocket at
- * concurrency 1 and 64, for the trivial echo environment and for billing-dispute, against a bare
- * `node:http` JSON echo server measured in the same run (the ratio is what to compare); then the memory
- * of 10,000 live billing-dispute sessions in one server process. The servers run as child processes of
- * the built CLI (`npm run bench` builds first), so their RSS is their own.
+ * The service under load: step throughput and latency (p50/p99) over HTTP and WebSocket at concurrency
+ * 1 and 64, for the trivial echo environment and for billing-dispute, against a bare `node:http` JSON
+ * echo server measured in the same run (the ratio is what to compare); the memory of 10,000 live
+ * billing-dispute sessions in one server; and what rebuilding a stopped host's sessions costs.
+ *
+ * Load comes from native generators, never from Node: `wrk` (Debian's package, installed here when
+ * missing) for HTTP, and bench/native/wsload.c (compiled here with cc) for WebSocket. A Node client
+ * saturates before the server does and flatters the ratio. Every connection keeps one request in
+ * flight, as a trainer stepping its sessions does. The servers run as child processes of the built CLI
+ * (`npm run bench` builds first), so their RSS is their own.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
-import { percentile } from "./harness.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -24,6 +27,8 @@ export interface TransportRate {
   steps_per_s: number;
   p50_us: number;
   p99_us: number;
+  /** Answers that were not a success (HTTP status other than 2xx, WebSocket ok:false): must be 0. */
+  errors: number;
   /** steps_per_s / the echo server's requests per second at the same concurrency. */
   ratio_to_echo: number | null;
 }
@@ -37,8 +42,20 @@ export interface SessionMemory {
   create_per_s: number;
 }
 
+/** What rebuilding the sessions of a stopped host cost. */
+export interface RebuildCost {
+  env: string;
+  sessions: number;
+  steps_per_session: number;
+  rebuilt: number;
+  lost: number;
+  total_ms: number;
+  ms_per_session: number;
+}
+
 interface Server {
   url: string;
+  port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
 }
@@ -56,11 +73,13 @@ function startChild(args: string[]): Promise<Server> {
         proc.stdout?.off("data", onData);
         resolve({
           url: `http://127.0.0.1:${m[1]}`,
+          port: Number(m[1]),
           proc,
-          stop: () => new Promise<void>((done) => {
-            proc.once("exit", () => done());
-            proc.kill("SIGTERM");
-          }),
+          stop: () =>
+            new Promise<void>((done) => {
+              proc.once("exit", () => done());
+              proc.kill("SIGTERM");
+            }),
         });
       }
     };
@@ -85,8 +104,99 @@ server.listen(0, "127.0.0.1", () => console.log("http://127.0.0.1:" + server.add
 process.on("SIGTERM", () => server.close(() => process.exit(0)));
 `;
 
-// node:http with keep-alive: the lightest client Node has, so the servers, not the client, are measured.
-const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+// ---- the load generators ----------------------------------------------------------------------------
+
+/** wrk on the PATH, installed from Debian's packages when missing (the bench runs as root in CI and here). */
+function ensureWrk(): string {
+  if (spawnSync("wrk", ["--version"]).error === undefined) return "wrk";
+  console.log("  installing wrk (apt-get install wrk) ...");
+  const install = spawnSync("sh", ["-c", "apt-get install -y -qq wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null)"], { stdio: "inherit" });
+  if (install.status !== 0 || spawnSync("wrk", ["--version"]).error !== undefined) {
+    throw new Error("the service bench needs wrk (Debian package wrk); install it with apt-get install wrk");
+  }
+  return "wrk";
+}
+
+/** bench/native/wsload.c, compiled once into bench/.bin. */
+function ensureWsload(): string {
+  const source = join(root, "bench/native/wsload.c");
+  const dir = join(root, "bench/.bin");
+  const binary = join(dir, "wsload");
+  mkdirSync(dir, { recursive: true });
+  execFileSync("cc", ["-O2", "-o", binary, source]);
+  return binary;
+}
+
+/**
+ * The wrk script: each thread steps its own share of the sessions in turn (SESSIONS, split across
+ * THREADS), and counts answers that are not 2xx. done() prints one JSON line.
+ */
+const WRK_SCRIPT = `
+local counter = 0
+function setup(thread)
+  thread:set("tid", counter)
+  counter = counter + 1
+end
+function init(args)
+  local all = {}
+  for id in string.gmatch(os.getenv("SESSIONS"), "[^,]+") do table.insert(all, id) end
+  local n = tonumber(os.getenv("THREADS"))
+  mine = {}
+  for i, id in ipairs(all) do if (i - 1) % n == tid then table.insert(mine, id) end end
+  if #mine == 0 then mine = all end
+  idx = 0
+  body = os.getenv("BODY")
+  headers = { ["Content-Type"] = "application/json" }
+  bad = 0
+end
+function request()
+  idx = idx % #mine + 1
+  local path = os.getenv("PATH_PREFIX") .. mine[idx] .. os.getenv("PATH_SUFFIX")
+  return wrk.format("POST", path, headers, body)
+end
+function response(status, headers, body)
+  if status < 200 or status > 299 then bad = bad + 1 end
+end
+function done(summary, latency, requests)
+  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format('{"requests":%d,"seconds":%f,"p50_us":%d,"p99_us":%d,"errors":%d}\\n',
+    summary.requests, summary.duration / 1e6, latency:percentile(50), latency:percentile(99), errors))
+end
+`;
+
+interface LoadResult {
+  requests: number;
+  seconds: number;
+  p50_us: number;
+  p99_us: number;
+  errors: number;
+}
+
+/** wrk against `url`: `connections` connections over min(connections, 2) threads for `seconds`. */
+function runWrk(wrk: string, script: string, url: string, connections: number, seconds: number, env: { sessions: string[]; prefix: string; suffix: string; body: string }): LoadResult {
+  const threads = Math.min(connections, 2);
+  const out = execFileSync(wrk, ["-t", String(threads), "-c", String(connections), "-d", `${seconds}s`, "-s", script, url], {
+    env: { ...process.env, SESSIONS: env.sessions.join(","), THREADS: String(threads), PATH_PREFIX: env.prefix, PATH_SUFFIX: env.suffix, BODY: env.body },
+    encoding: "utf8",
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const line = out.split("\n").find((l) => l.startsWith("{\"requests\""));
+  if (!line) throw new Error(`wrk printed no result: ${out}`);
+  return JSON.parse(line) as LoadResult;
+}
+
+/** wsload: `connections` WebSocket connections sending `messages` (line j on connection j % connections). */
+function runWsload(wsload: string, port: number, connections: number, seconds: number, messages: string[]): LoadResult {
+  const file = join(mkdtempSync(join(tmpdir(), "llmix-wsload-")), "messages.txt");
+  writeFileSync(file, `${messages.join("\n")}\n`);
+  const out = execFileSync(wsload, ["127.0.0.1", String(port), String(connections), String(seconds), file], { encoding: "utf8" });
+  rmSync(file, { force: true });
+  return JSON.parse(out.trim()) as LoadResult;
+}
+
+// ---- a small Node client, for set-up only (never for measuring) --------------------------------------
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
 function send(method: string, url: string, body?: unknown): Promise<unknown> {
   const data = body === undefined ? undefined : JSON.stringify(body);
@@ -107,123 +217,76 @@ function send(method: string, url: string, body?: unknown): Promise<unknown> {
 
 const post = (url: string, body: unknown) => send("POST", url, body);
 
-
-/**
- * `concurrency` loops, each `steps` times awaiting `one(loopIndex)`; latencies in µs. `before(loop, i)`
- * runs untimed ahead of each call (sessions are replaced there before their step budget runs out).
- */
-async function drive(concurrency: number, steps: number, one: (loop: number) => Promise<unknown>, before?: (loop: number, i: number) => Promise<void>) {
-  const latencies: number[] = [];
-  let untimed = 0;
-  const started = performance.now();
+/** `count` new sessions of `env` on distinct tasks, 16 at a time; their ids. */
+async function createSessions(server: Server, env: keyof typeof ENVS, count: number): Promise<string[]> {
+  const ids: string[] = new Array(count);
   await Promise.all(
-    Array.from({ length: concurrency }, async (_, loop) => {
-      for (let i = 0; i < steps; i++) {
-        if (before) {
-          const u = performance.now();
-          await before(loop, i);
-          untimed += performance.now() - u;
-        }
-        const t = performance.now();
-        await one(loop);
-        latencies.push((performance.now() - t) * 1000);
+    Array.from({ length: 16 }, async (_, lane) => {
+      for (let i = lane; i < count; i += 16) {
+        const created = (await post(`${server.url}/v1/sessions`, { env, task_id: `${env}/${ENVS[env].difficulty}/seed-${i + 1}`, seed: i })) as { session_id: string };
+        ids[i] = created.session_id;
       }
     }),
   );
-  // Untimed work of the loops overlaps; subtracting its share per loop keeps the rate about steps only.
-  const seconds = (performance.now() - started - untimed / concurrency) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { steps: latencies.length, steps_per_s: latencies.length / seconds, p50_us: percentile(latencies, 0.5), p99_us: percentile(latencies, 0.99) };
+  return ids;
+}
+
+async function closeSessions(server: Server, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 64) await Promise.all(ids.slice(i, i + 64).map((id) => send("DELETE", `${server.url}/v1/sessions/${id}`).catch(() => undefined)));
 }
 
 const ENVS = {
-  "bench-echo": { task: "bench-echo/easy/seed-1", action: { type: "tool_call", tool: "echo", args: { text: "hello world", n: 42 } } },
-  "billing-dispute": { task: "billing-dispute/medium/seed-7", action: { type: "tool_call", tool: "get_agent_profile", args: {} } },
+  "bench-echo": { difficulty: "easy", action: { type: "tool_call", tool: "echo", args: { text: "hello world", n: 42 } } },
+  "billing-dispute": { difficulty: "medium", action: { type: "tool_call", tool: "get_agent_profile", args: {} } },
 } as const;
 
-/** Steps a session takes before the bench replaces it: within billing-dispute's 36-step budget. */
-const STEPS_PER_SESSION = 30;
-
-async function httpRate(server: Server, env: keyof typeof ENVS, concurrency: number, steps: number) {
-  const spec = ENVS[env];
-  const sessions: string[] = [];
-  const rotate = async (loop: number, i: number) => {
-    if (i % STEPS_PER_SESSION !== 0) return;
-    if (sessions[loop]) await send("DELETE", `${server.url}/v1/sessions/${sessions[loop]}`);
-    sessions[loop] = ((await post(`${server.url}/v1/sessions`, { env, task_id: spec.task, seed: 1 })) as { session_id: string }).session_id;
-  };
-  const r = await drive(concurrency, steps, (loop) => post(`${server.url}/v1/sessions/${sessions[loop]}/step`, { action: spec.action }), rotate);
-  await Promise.all(sessions.map((id) => send("DELETE", `${server.url}/v1/sessions/${id}`)));
-  return r;
+/**
+ * Sessions a run needs so that none steps past its episode's budget (billing-dispute ends after 36
+ * steps; later steps would be cheap "episode ended" answers): a generous guess of the steps a run takes
+ * divided by 30, at least one per connection.
+ */
+function sessionsFor(env: keyof typeof ENVS, connections: number, seconds: number): number {
+  if (env === "bench-echo") return connections;
+  return Math.max(connections, Math.ceil((12_000 * seconds) / 30));
 }
 
-async function wsRate(server: Server, env: keyof typeof ENVS, concurrency: number, steps: number) {
-  const spec = ENVS[env];
-  const sockets = await Promise.all(
-    Array.from({ length: concurrency }, () =>
-      new Promise<WebSocket>((resolve, reject) => {
-        const ws = new WebSocket(`${server.url.replace("http", "ws")}/v1/ws`);
-        ws.once("open", () => resolve(ws));
-        ws.once("error", reject);
-      }),
-    ),
-  );
-  const calls = sockets.map((ws) => {
-    let next = 0;
-    const waiting = new Map<number, (v: unknown) => void>();
-    ws.on("message", (data: Buffer) => {
-      const msg = JSON.parse(data.toString()) as { id: number; ok: boolean; result?: unknown; error?: unknown };
-      waiting.get(msg.id)?.(msg.ok ? msg.result : Promise.reject(new Error(JSON.stringify(msg.error))));
-      waiting.delete(msg.id);
-    });
-    return (op: string, params: Record<string, unknown>) =>
-      new Promise<unknown>((resolve) => {
-        const id = next++;
-        waiting.set(id, resolve);
-        ws.send(JSON.stringify({ id, op, ...params }));
-      });
-  });
-  type Call = (op: string, p: Record<string, unknown>) => Promise<unknown>;
-  const sessions: string[] = [];
-  const rotate = async (loop: number, i: number) => {
-    if (i % STEPS_PER_SESSION !== 0) return;
-    const call = calls[loop] as Call;
-    if (sessions[loop]) await call("close", { session_id: sessions[loop] });
-    sessions[loop] = ((await call("create", { env, task_id: spec.task, seed: 1 })) as { session_id: string }).session_id;
-  };
-  const r = await drive(concurrency, steps, (loop) => (calls[loop] as Call)("step", { session_id: sessions[loop], action: spec.action }), rotate);
-  await Promise.all(calls.map((call, i) => call("close", { session_id: sessions[i] })));
-  for (const ws of sockets) ws.close();
-  return r;
-}
-
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return kb / 1024;
+function rate(r: LoadResult) {
+  return { steps: r.requests, steps_per_s: Math.round(r.requests / r.seconds), p50_us: Math.round(r.p50_us), p99_us: Math.round(r.p99_us), errors: r.errors };
 }
 
 /** Step rates over HTTP and WebSocket, with the echo server as the same-run baseline. */
-export async function serviceRates(options: { steps?: number } = {}): Promise<TransportRate[]> {
-  // Per loop: enough samples at concurrency 1; within billing-dispute's 36-step budget at 64.
-  const stepsAt = (concurrency: number) => options.steps ?? (concurrency === 1 ? 600 : 60);
+export async function serviceRates(options: { seconds?: number } = {}): Promise<TransportRate[]> {
+  const seconds = options.seconds ?? 5;
+  const wrk = ensureWrk();
+  const wsload = ensureWsload();
   const dir = mkdtempSync(join(tmpdir(), "llmix-bench-service-"));
-  const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--module", "bench/echo-env.ts", "--capacity", "20000"]);
+  const script = join(dir, "step.lua");
+  writeFileSync(script, WRK_SCRIPT);
+  const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--module", "bench/echo-env.ts", "--capacity", "50000"]);
   const echo = await startChild(["-e", ECHO_SERVER]);
   const out: TransportRate[] = [];
   try {
-    // Warm both servers up.
-    await httpRate(server, "bench-echo", 4, 30);
-    await drive(4, 50, () => post(echo.url, ENVS["bench-echo"].action));
-    for (const concurrency of [1, 64]) {
-      const steps = stepsAt(concurrency);
-      const echoRate = await drive(concurrency, steps, () => post(echo.url, { action: ENVS["bench-echo"].action }));
-      out.push({ env: "-", transport: "echo-http", concurrency, ...round(echoRate), ratio_to_echo: 1 });
+    const body = (env: keyof typeof ENVS) => JSON.stringify({ action: ENVS[env].action });
+    // Warm both servers up (JIT), then measure.
+    const warm = await createSessions(server, "bench-echo", 4);
+    runWrk(wrk, script, server.url, 4, 2, { sessions: warm, prefix: "/v1/sessions/", suffix: "/step", body: body("bench-echo") });
+    runWsload(wsload, server.port, 4, 2, warm.map((id) => JSON.stringify({ id: 0, op: "step", session_id: id, action: ENVS["bench-echo"].action }).replace('"id":0', '"id":@ID@')));
+    runWrk(wrk, script, echo.url, 4, 2, { sessions: ["x"], prefix: "/", suffix: "", body: body("bench-echo") });
+    await closeSessions(server, warm);
+    for (const connections of [1, 64]) {
+      const echoRate = rate(runWrk(wrk, script, echo.url, connections, seconds, { sessions: ["x"], prefix: "/", suffix: "", body: body("bench-echo") }));
+      out.push({ env: "-", transport: "echo-http", concurrency: connections, ...echoRate, ratio_to_echo: 1 });
+      const ratio = (steps: number) => Math.round((steps / echoRate.steps_per_s) * 100) / 100;
       for (const env of ["bench-echo", "billing-dispute"] as const) {
-        for (const [transport, rate] of [["http", httpRate], ["ws", wsRate]] as const) {
-          const r = await rate(server, env, concurrency, steps);
-          out.push({ env, transport, concurrency, ...round(r), ratio_to_echo: Math.round((r.steps_per_s / echoRate.steps_per_s) * 100) / 100 });
-        }
+        const http = await createSessions(server, env, sessionsFor(env, connections, seconds));
+        const h = rate(runWrk(wrk, script, server.url, connections, seconds, { sessions: http, prefix: "/v1/sessions/", suffix: "/step", body: body(env) }));
+        out.push({ env, transport: "http", concurrency: connections, ...h, ratio_to_echo: ratio(h.steps_per_s) });
+        await closeSessions(server, http);
+        const ws = await createSessions(server, env, sessionsFor(env, connections, seconds));
+        const messages = ws.map((id) => JSON.stringify({ id: 0, op: "step", session_id: id, action: ENVS[env].action }).replace('"id":0', '"id":@ID@'));
+        const w = rate(runWsload(wsload, server.port, connections, seconds, messages));
+        out.push({ env, transport: "ws", concurrency: connections, ...w, ratio_to_echo: ratio(w.steps_per_s) });
+        await closeSessions(server, ws);
       }
     }
   } finally {
@@ -234,7 +297,13 @@ export async function serviceRates(options: { steps?: number } = {}): Promise<Tr
   return out;
 }
 
-/** RSS of one server process holding `sessions` live billing-dispute sessions. */
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** RSS of one server process (serving thread and hosts together) holding `sessions` live sessions. */
 export async function sessionMemory(options: { sessions?: number; env?: keyof typeof ENVS } = {}): Promise<SessionMemory> {
   const count = options.sessions ?? 10_000;
   const env = options.env ?? "billing-dispute";
@@ -242,28 +311,20 @@ export async function sessionMemory(options: { sessions?: number; env?: keyof ty
   const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--module", "bench/echo-env.ts", "--capacity", String(count + 10)]);
   try {
     // One session first, so the RSS before counts the loaded code and the caches, not only the sessions.
-    await post(`${server.url}/v1/sessions`, { env, task_id: ENVS[env].task, seed: 0 });
+    await post(`${server.url}/v1/sessions`, { env, task_id: `${env}/${ENVS[env].difficulty}/seed-1`, seed: 0 });
     const before = rssMb(server.proc.pid as number);
     const started = performance.now();
-    let created = 1;
-    await Promise.all(
-      Array.from({ length: 16 }, async (_, lane) => {
-        for (let i = lane; i < count - 1; i += 16) {
-          // Distinct tasks: every session holds its own world, as in training.
-          await post(`${server.url}/v1/sessions`, { env, task_id: `${env}/medium/seed-${i + 1}`, seed: i });
-          created++;
-        }
-      }),
-    );
+    // Distinct tasks: every session holds its own world, as in training.
+    await createSessions(server, env, count - 1);
     const seconds = (performance.now() - started) / 1000;
     const after = rssMb(server.proc.pid as number);
     return {
       env,
-      sessions: created,
+      sessions: count,
       rss_before_mb: Math.round(before),
       rss_after_mb: Math.round(after),
-      kb_per_session: Math.round(((after - before) * 1024) / Math.max(1, created - 1)),
-      create_per_s: Math.round((created - 1) / seconds),
+      kb_per_session: Math.round(((after - before) * 1024) / Math.max(1, count - 1)),
+      create_per_s: Math.round((count - 1) / seconds),
     };
   } finally {
     await server.stop();
@@ -271,11 +332,50 @@ export async function sessionMemory(options: { sessions?: number; env?: keyof ty
   }
 }
 
-function round(r: { steps: number; steps_per_s: number; p50_us: number; p99_us: number }) {
-  return { steps: r.steps, steps_per_s: Math.round(r.steps_per_s), p50_us: Math.round(r.p50_us), p99_us: Math.round(r.p99_us) };
+/**
+ * Rebuild after a kill: one host holds `sessions` billing-dispute sessions, each `steps` steps in; a
+ * hostile session's step never returns, the deadline stops the host, and the others are rebuilt on a
+ * new one. Reports the rebuild's time in all and per session (from the server's own measure).
+ */
+export async function rebuildCost(options: { sessions?: number; steps?: number } = {}): Promise<RebuildCost> {
+  const count = options.sessions ?? 200;
+  const steps = options.steps ?? 10;
+  const dir = mkdtempSync(join(tmpdir(), "llmix-bench-rebuild-"));
+  const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--module", "test/fixtures/hostile-env.ts", "--hosts", "1", "--step-timeout", "2"]);
+  try {
+    const ids = await createSessions(server, "billing-dispute", count);
+    const action = { action: ENVS["billing-dispute"].action };
+    for (let i = 0; i < steps; i++) await Promise.all(ids.map((id) => post(`${server.url}/v1/sessions/${id}/step`, action)));
+    const hostile = (await post(`${server.url}/v1/sessions`, { env: "hostile", task_id: "hostile/easy/seed-1", seed: 1 })) as { session_id: string };
+    await post(`${server.url}/v1/sessions/${hostile.session_id}/step`, { action: { type: "tool_call", tool: "hang", args: {} } }).catch(() => undefined);
+    // Every session answers again once rebuilt; then the server's own figures say what it took.
+    await Promise.all(ids.map((id) => post(`${server.url}/v1/sessions/${id}/step`, action)));
+    const metrics = (await new Promise<string>((resolve, reject) => {
+      request(`${server.url}/metrics`, { agent }, (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => (text += c));
+        res.on("end", () => resolve(text));
+      }).on("error", reject).end();
+    })) as string;
+    const gauge = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, "m").exec(metrics)?.[1] ?? NaN);
+    const ms = gauge("llmix_last_rebuild_seconds") * 1000;
+    return {
+      env: "billing-dispute",
+      sessions: count,
+      steps_per_session: steps,
+      rebuilt: gauge("llmix_last_rebuild_sessions_rebuilt"),
+      lost: gauge("llmix_last_rebuild_sessions_lost"),
+      total_ms: Math.round(ms),
+      ms_per_session: Math.round((ms / count) * 100) / 100,
+    };
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   console.table(await serviceRates());
+  console.log(await rebuildCost());
   console.log(await sessionMemory({ sessions: Number(process.argv[2] ?? 10_000) }));
 }

@@ -63,6 +63,12 @@ export class ServiceMetrics {
     );
     metric("llmix_sessions_rebuilt_total", "counter", "Sessions rebuilt on a new host after their host was stopped.", [`llmix_sessions_rebuilt_total ${hosts.sessions_rebuilt}`]);
     metric("llmix_sessions_lost_total", "counter", "Sessions ended by a host stop: the one to blame, and any that could not be rebuilt.", [`llmix_sessions_lost_total ${hosts.sessions_lost}`]);
+    const last = hosts.last_rebuild;
+    if (last) {
+      metric("llmix_last_rebuild_seconds", "gauge", "How long the last rebuild of a stopped host's sessions took.", [`llmix_last_rebuild_seconds ${last.ms / 1000}`]);
+      metric("llmix_last_rebuild_sessions_rebuilt", "gauge", "Sessions the last rebuild brought back.", [`llmix_last_rebuild_sessions_rebuilt ${last.rebuilt}`]);
+      metric("llmix_last_rebuild_sessions_lost", "gauge", "Sessions the last rebuild could not bring back.", [`llmix_last_rebuild_sessions_lost ${last.lost}`]);
+    }
     this.observe(stats.latencies);
     let cumulative = 0;
     const buckets = STEP_BUCKETS.map((le, i) => {
