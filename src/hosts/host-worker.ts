@@ -3,19 +3,27 @@
  * the built-in environments and the `--module` files, then answers requests one at a time, in order;
  * the serving thread sends the next only when this one is answered, so whatever the host is running
  * when it overruns its deadline or its memory cap is the one request to blame (see host.ts).
+ *
+ * Latency: waking a thread through its event loop costs tens of microseconds, several times a small
+ * step. So after answering, the host lingers: it sleeps on a futex (Atomics.wait, no CPU) for up to
+ * LINGER_MS, and the serving thread, which bumps a shared counter and notifies after each post, wakes
+ * it at once; the request is then taken with receiveMessageOnPort. Only after LINGER_MS without work
+ * does the host go back to its event loop, where the next request arrives as an ordinary message.
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { LlmixError, toLlmixError } from "../core/errors.js";
 import { addModules } from "../core/load-module.js";
 import { builtinRegistry } from "../envs/index.js";
 import { runJob } from "./host-jobs.js";
 import { HostedSessions } from "./hosted-sessions.js";
-import type { HostConfig, HostNotice, HostReply, HostRequest } from "./protocol.js";
+import { REQUESTS_POSTED, type HostChannel, type HostConfig, type HostNotice, type HostReply, type HostRequest } from "./protocol.js";
 import { SnapshotSigner } from "./signing.js";
 
 if (!parentPort) throw new LlmixError("internal", "environment host: not started as a worker thread");
 const port = parentPort;
-const config = workerData as HostConfig;
+const { config, channel } = workerData as { config: HostConfig; channel: HostChannel };
+/** How long an idle host waits on the futex for its next request before returning to its event loop. */
+const LINGER_MS = 2;
 
 /** Run one request against the host's sessions. */
 async function handle(sessions: HostedSessions, registry: ReturnType<typeof builtinRegistry>, request: HostRequest): Promise<unknown> {
@@ -39,29 +47,71 @@ async function handle(sessions: HostedSessions, registry: ReturnType<typeof buil
   }
 }
 
+/** Answers requests in order, one at a time, from the channel's messages and the futex-woken fast path. */
+class Server {
+  private readonly queue: HostRequest[] = [];
+  private readonly control: Int32Array;
+  /** Requests taken from the channel so far (compared with the serving thread's count of posts). */
+  private taken = 0;
+  private draining = false;
+
+  constructor(
+    private readonly sessions: HostedSessions,
+    private readonly registry: ReturnType<typeof builtinRegistry>,
+  ) {
+    this.control = new Int32Array(channel.control);
+    channel.requests.on("message", (request: HostRequest) => this.accept(request));
+  }
+
+  private accept(request: HostRequest): void {
+    this.taken++;
+    this.queue.push(request);
+    if (!this.draining) void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    for (let request = this.next(); request; request = this.next()) await this.answer(request);
+    this.draining = false;
+  }
+
+  /** The next request: queued, waiting in the channel, or posted within LINGER_MS; undefined if none. */
+  private next(): HostRequest | undefined {
+    const queued = this.queue.shift();
+    if (queued) return queued;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const waiting = receiveMessageOnPort(channel.requests);
+      if (waiting) {
+        this.taken++;
+        return waiting.message as HostRequest;
+      }
+      if (attempt === 0) Atomics.wait(this.control, REQUESTS_POSTED, this.taken, LINGER_MS);
+    }
+    return undefined;
+  }
+
+  private async answer(request: HostRequest): Promise<void> {
+    let reply: HostReply;
+    try {
+      reply = { id: request.id, ok: true, result: await handle(this.sessions, this.registry, request) };
+    } catch (error) {
+      const e = toLlmixError(error);
+      reply = { id: request.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
+    }
+    try {
+      channel.replies.postMessage(reply);
+    } catch (error) {
+      // A result that cannot cross threads (an environment put a function in its info, say).
+      const message = `the host could not send its answer: ${(error as Error).message}`;
+      channel.replies.postMessage({ id: request.id, ok: false, error: { code: "internal", message, details: {} } } satisfies HostReply);
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const registry = builtinRegistry();
   await addModules(registry, config.modules);
-  const sessions = new HostedSessions(registry, new SnapshotSigner(config.snapshotKey));
-  let queue = Promise.resolve();
-  port.on("message", (request: HostRequest) => {
-    queue = queue.then(async () => {
-      let reply: HostReply;
-      try {
-        reply = { id: request.id, ok: true, result: await handle(sessions, registry, request) };
-      } catch (error) {
-        const e = toLlmixError(error);
-        reply = { id: request.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
-      }
-      try {
-        port.postMessage(reply);
-      } catch (error) {
-        // A result that cannot cross threads (an environment put a function in its info, say).
-        const message = `the host could not send its answer: ${(error as Error).message}`;
-        port.postMessage({ id: request.id, ok: false, error: { code: "internal", message, details: {} } } satisfies HostReply);
-      }
-    });
-  });
+  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey)), registry);
   port.postMessage({ ready: true } satisfies HostNotice);
 }
 

@@ -6,10 +6,20 @@
  * with `step_timeout`, `resource_exhausted` or `host_failed`, and the requests still waiting are handed
  * to whoever owns the host (the pool), which starts a new one and sends them there.
  */
-import type { Worker } from "node:worker_threads";
+import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from "node:worker_threads";
 import { LlmixError, ServiceError, type ErrorCode } from "../core/errors.js";
-import type { HostConfig, HostNotice, HostReply, HostRequest } from "./protocol.js";
+import { REQUESTS_POSTED, type HostChannel, type HostConfig, type HostNotice, type HostReply, type HostRequest } from "./protocol.js";
 import { isOutOfMemory, siblingModule, startThread } from "./thread.js";
+
+/**
+ * How long the serving thread waits, spinning, for the answer to a request when it is the only request
+ * in flight in the whole process (a client stepping one session): the answer of a small step comes back
+ * in tens of microseconds, sooner than a wake-up through the event loop would deliver it. Bounded, and
+ * only when nothing else is in flight, so no other request ever waits for the spin.
+ */
+const SPIN_US = 150;
+/** Requests in flight on every host of this process. */
+let inFlightEverywhere = 0;
 
 /** A request waiting for (or getting) an answer from a host. */
 export interface PendingRequest {
@@ -49,6 +59,9 @@ export interface HostOptions {
 /** A worker thread running sessions, one request at a time. */
 export class Host {
   private readonly worker: Worker;
+  private readonly requests: MessagePort;
+  private readonly replies: MessagePort;
+  private readonly control: Int32Array;
   private readonly queue: PendingRequest[] = [];
   private running: { id: number; pending: PendingRequest; timer: NodeJS.Timeout | null } | null = null;
   private ready = false;
@@ -61,7 +74,21 @@ export class Host {
   readonly started: Promise<void>;
 
   constructor(private readonly options: HostOptions) {
-    this.worker = startThread(siblingModule(import.meta.url, "host-worker"), { workerData: options.config, limits: { heapMb: options.heapMb }, name: options.name });
+    const requests = new MessageChannel();
+    const replies = new MessageChannel();
+    const control = new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT);
+    const channel: HostChannel = { requests: requests.port2, replies: replies.port1, control };
+    this.worker = startThread(siblingModule(import.meta.url, "host-worker"), {
+      workerData: { config: options.config, channel },
+      transferList: [requests.port2, replies.port1],
+      limits: { heapMb: options.heapMb },
+      name: options.name,
+    });
+    this.requests = requests.port1;
+    this.replies = replies.port2;
+    this.control = new Int32Array(control);
+    this.replies.on("message", (reply: HostReply) => this.answer(reply));
+    this.replies.unref();
     let onReady!: () => void;
     let onFail!: (error: LlmixError) => void;
     this.started = new Promise<void>((resolve, reject) => {
@@ -69,7 +96,7 @@ export class Host {
       onFail = reject;
     });
     this.started.catch(() => undefined);
-    this.worker.on("message", (message: HostReply | HostNotice) => {
+    this.worker.on("message", (message: HostNotice) => {
       if ("ready" in message) {
         this.ready = true;
         onReady();
@@ -77,7 +104,7 @@ export class Host {
         this.pump();
       } else if ("fatal" in message) {
         onFail(new ServiceError("host_failed", `an environment host could not start: ${message.fatal}`));
-      } else this.answer(message);
+      }
     });
     this.worker.on("error", (error) => {
       this.error ??= error;
@@ -120,9 +147,11 @@ export class Host {
     const pending = this.queue.shift();
     if (!pending) {
       this.worker.unref();
+      this.replies.unref();
       return;
     }
     this.worker.ref();
+    this.replies.ref();
     const id = this.nextId++;
     const timer =
       pending.deadlineMs > 0
@@ -130,13 +159,28 @@ export class Host {
         : null;
     this.running = { id, pending, timer };
     try {
-      this.worker.postMessage({ ...pending.request, id } as HostRequest);
+      this.requests.postMessage({ ...pending.request, id } as HostRequest);
     } catch (error) {
       // An argument that cannot cross threads: refuse it; the host never saw it.
       if (timer) clearTimeout(timer);
       this.running = null;
       pending.reject(new ServiceError("host_failed", `the request could not be sent to its host: ${(error as Error).message}`));
       this.pump();
+      return;
+    }
+    inFlightEverywhere++;
+    // Wake the host if it lingers on the futex for its next request (see host-worker.ts).
+    Atomics.add(this.control, REQUESTS_POSTED, 1);
+    Atomics.notify(this.control, REQUESTS_POSTED);
+    if (inFlightEverywhere === 1) this.spinForAnswer();
+  }
+
+  /** The only request in flight: wait for its answer a little, spinning, before leaving it to the event loop. */
+  private spinForAnswer(): void {
+    const until = process.hrtime.bigint() + BigInt(SPIN_US * 1000);
+    while (process.hrtime.bigint() < until) {
+      const answer = receiveMessageOnPort(this.replies);
+      if (answer) return this.answer(answer.message as HostReply);
     }
   }
 
@@ -145,6 +189,7 @@ export class Host {
     if (!running || running.id !== reply.id) return;
     if (running.timer) clearTimeout(running.timer);
     this.running = null;
+    inFlightEverywhere--;
     if (reply.ok) running.pending.resolve(reply.result);
     else running.pending.reject(new LlmixError(reply.error.code as ErrorCode, reply.error.message, reply.error.details));
     this.pump();
@@ -162,7 +207,9 @@ export class Host {
     this.dead = true;
     const running = this.running;
     this.running = null;
+    if (running) inFlightEverywhere--;
     if (running?.timer) clearTimeout(running.timer);
+    this.replies.close();
     const waiting = this.queue.splice(0);
     if (this.stopping === "close") {
       const error = new ServiceError("host_failed", "the environment host was stopped");

@@ -14,6 +14,17 @@ export interface HostConfig {
   snapshotKey: string;
 }
 
+/** The channel a host is given besides its config: where requests arrive and replies go (see host.ts). */
+export interface HostChannel {
+  requests: import("node:worker_threads").MessagePort;
+  replies: import("node:worker_threads").MessagePort;
+  /** Int32Array view: [REQUESTS_POSTED] counts requests the serving thread has posted. */
+  control: SharedArrayBuffer;
+}
+
+/** Index in `HostChannel.control` of the count of requests posted (bumped after each post, then notified). */
+export const REQUESTS_POSTED = 0;
+
 /** How a session starts: a new episode, or a snapshot (a fork or a rebuild's checkpoint). */
 export interface SessionStart {
   sid: string;

@@ -4,7 +4,7 @@
  * (tests, benchmarks), always with resource limits, so a thread that allocates without bound dies
  * alone instead of taking the process with it.
  */
-import { Worker, type ResourceLimits } from "node:worker_threads";
+import { Worker, type ResourceLimits, type WorkerOptions } from "node:worker_threads";
 
 /** Memory caps of a thread, in MiB: V8's old and young generations (native memory is not counted). */
 export interface ThreadLimits {
@@ -30,9 +30,9 @@ export function resourceLimitsOf(limits: ThreadLimits = {}): ResourceLimits {
  * A worker thread running `entry` (a module URL ending in .js, or .ts when running from source; the
  * other extension is derived). `workerData` crosses by structured clone.
  */
-export function startThread(entry: URL, options: { workerData?: unknown; limits?: ThreadLimits; name?: string } = {}): Worker {
+export function startThread(entry: URL, options: { workerData?: unknown; transferList?: WorkerOptions["transferList"]; limits?: ThreadLimits; name?: string } = {}): Worker {
   const resourceLimits = resourceLimitsOf(options.limits);
-  const common = { workerData: options.workerData, resourceLimits, name: options.name };
+  const common = { workerData: options.workerData, transferList: options.transferList, resourceLimits, name: options.name };
   if (!entry.pathname.endsWith(".ts")) return new Worker(entry, common);
   // Node 20 applies neither the parent's loader hooks nor `--import` to a worker's entry module.
   const tsx = import.meta.resolve("tsx/esm/api");

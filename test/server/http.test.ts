@@ -361,7 +361,8 @@ describe("limits", () => {
     try {
       const created = (await api(reaping.base, "POST", "/v1/sessions", TASK)).body;
       await new Promise((r) => setTimeout(r, 120));
-      expect(await reaping.service.manager.reapIdle()).toBe(1);
+      // The background reaper may have closed it already; either way it is closed exactly once.
+      expect(await reaping.service.manager.reapIdle()).toBeLessThanOrEqual(1);
       expect((await api(reaping.base, "GET", `/v1/sessions/${created.session_id}`)).body.error.code).toBe("unknown_session");
       expect((await api(reaping.base, "GET", "/metrics")).body).toMatch(/^llmix_sessions_reaped_total 1$/m);
     } finally {
