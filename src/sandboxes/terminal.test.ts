@@ -1,8 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../core/errors.js";
+import { SandboxError, ValidationError } from "../core/errors.js";
 import { canonicalJson } from "../core/json.js";
 import { MemoryFileSystem } from "./filesystem.js";
-import { MAX_COMMAND_LINE_BYTES, Terminal, type RunResult } from "./terminal.js";
+import {
+  DEFAULT_WORK_BUDGET,
+  MAX_COMMAND_LINE_BYTES,
+  MAX_ENVIRONMENT_LENGTH,
+  MAX_EXPANDED_LENGTH,
+  MAX_VARIABLE_LENGTH,
+  Terminal,
+  type RunResult,
+} from "./terminal.js";
 
 /** A jailed file system with a small project, and a terminal in /home/agent. */
 function setup(options: { jail?: boolean } = {}): { fs: MemoryFileSystem; t: Terminal; run: (line: string) => RunResult } {
@@ -287,12 +295,13 @@ describe("sandbox boundaries", () => {
       "echo " + "a".repeat(20_000) + " | grep -E '(a+)+$'",
       "echo " + "a".repeat(20_000) + "b | grep -E '(a|aa)*c'",
     ];
-    const started = process.hrtime.bigint();
+    const { t } = setup();
     for (const line of hostile) {
-      const r = run(line);
+      const r = t.run(line);
       expect(typeof r.exitCode).toBe("number");
+      // Bounded work, whatever the line: the budget can be passed by one charge at most.
+      expect(t.lastWork, line.slice(0, 40)).toBeLessThan(DEFAULT_WORK_BUDGET * 1.1);
     }
-    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(10_000);
   });
 
   it("caps output and reports truncation", () => {
@@ -626,5 +635,208 @@ describe("state", () => {
     expect(() => new Terminal(fs, { env: { "1BAD": "x" } })).toThrow(ValidationError);
     expect(() => new Terminal(fs, { maxOutputBytes: 0 })).toThrow(ValidationError);
     expect(() => new Terminal(fs).run(42 as never)).toThrow(TypeError);
+  });
+});
+
+describe("work budget and size limits (bounded work in every command)", () => {
+  /** The security review's setting: ~30 KB of sshd logs in logs/, a tree of 20 directories in d/. */
+  function withLogs(options: { workBudget?: number } = {}) {
+    const env = setup();
+    const owner = env.fs.asOwner();
+    owner.mkdir("/home/agent/logs");
+    let text = "";
+    for (let i = 0; text.length < 10_000; i++) {
+      text += `Jan 10 10:00:${String(i % 60).padStart(2, "0")} bastion sshd[${1000 + i}]: Failed password for root from 203.0.113.${i % 250} port 22 ssh2\n`;
+    }
+    for (const name of ["auth.log", "auth.log.1", "auth.log.2"]) owner.writeFile(`/home/agent/logs/${name}`, text);
+    for (let i = 0; i < 20; i++) owner.mkdir(`/home/agent/d/s${i}`, { parents: true });
+    const t = new Terminal(env.fs, { cwd: "/home/agent", ...options });
+    return { ...env, t, run: (line: string) => t.run(line) };
+  }
+
+  /** A result stopped by a limit: its exit status, error code and the message ending stderr. */
+  function stopped(result: RunResult, code: "budget_exceeded" | "size_limit", message: string | RegExp): void {
+    expect(result.error).toBeInstanceOf(SandboxError);
+    expect(result.error!.code).toBe(code);
+    expect(result.exitCode).toBe(code === "budget_exceeded" ? 152 : 153);
+    const last = result.stderr.trimEnd().split("\n").at(-1)!;
+    if (typeof message === "string") expect(last).toBe(message);
+    else expect(last).toMatch(message);
+    expect(result.error!.message).toBe(last);
+  }
+
+  it("refuses the review's nested counted repetition before scanning anything", () => {
+    const { t } = withLogs();
+    const r = t.run("grep -E -c '(.{0,255}){0,97}[~]' logs/*");
+    stopped(r, "size_limit", "bash: grep: Regular expression too big (nested repetition counts multiply past 1000)");
+    expect(r.stdout).toBe("");
+    // Expanding logs/* and compiling; not a single character of the 30 KB of logs is scanned.
+    expect(t.lastWork).toBeLessThan(5_000);
+  });
+
+  it("stops the review's 170-character doubling line at the variable limit, and runs grep -o linearly below it", () => {
+    const { t } = withLogs();
+    const attack = "x=ab; " + "x=$x$x; ".repeat(16) + "echo $x | grep -E -o 'a|a.*c'";
+    expect(attack.length).toBeLessThanOrEqual(170);
+    stopped(t.run(attack), "size_limit", `bash: x: value too long (131072 characters; the limit is ${MAX_VARIABLE_LENGTH})`);
+    expect(t.lastWork).toBeLessThan(300_000);
+    // One doubling less is allowed: 32,768 matches on a 65,536-character line, in work linear in the line.
+    const below = "x=ab; " + "x=$x$x; ".repeat(15) + "echo $x | grep -E -o 'a|a.*c' | wc -l";
+    expect(t.run(below)).toEqual({ stdout: "32768\n", stderr: "", exitCode: 0 });
+    const work = t.lastWork;
+    expect(work).toBeLessThan(40 * 65_536);
+    t.run(below);
+    expect(t.lastWork).toBe(work);
+  });
+
+  it("refuses printf widths and precisions above the limit instead of building them", () => {
+    const { t, run } = withLogs();
+    stopped(run("printf '%400000000s' x"), "size_limit", "bash: printf: %400000000s: field width too large (400000000 characters; the limit is 65536)");
+    expect(t.lastWork).toBeLessThan(100);
+    stopped(run("printf '%.400000000f' 1"), "size_limit", /^bash: printf: %\.400000000f: precision too large/);
+    stopped(run("printf '%*s|' 99999999 x; echo after"), "size_limit", /^bash: printf: %\*s: field width too large \(99999999 characters/);
+    // Below the limit everything still works, including precisions JS cannot format directly.
+    expect(ok(run("printf '%.150f' 1"))).toBe(`1.${"0".repeat(150)}`);
+    expect(ok(run("printf '%.120e' 2"))).toBe(`2.${"0".repeat(120)}e+00`);
+    expect(ok(run("printf '[%5s|%-4d|%.2f]' ab 7 3.14159"))).toBe("[   ab|7   |3.14]");
+    expect(ok(run("printf '%*s|' -3 x"))).toBe("x|");
+    expect(ok(run("printf '%.*s|' -1 abc"))).toBe("abc|");
+  });
+
+  it("caps each variable: doubling one 28 times stops at the limit, and the shell stays small and usable", () => {
+    const { t, run } = withLogs();
+    stopped(run("x=ab; " + "x=$x$x; ".repeat(28)), "size_limit", `bash: x: value too long (131072 characters; the limit is ${MAX_VARIABLE_LENGTH})`);
+    // Assignments before the stop keep their effect, as in a shell; nothing past the limit was built.
+    expect(t.env.x.length).toBe(MAX_VARIABLE_LENGTH);
+    expect(JSON.stringify(t.snapshot()).length).toBeLessThan(MAX_ENVIRONMENT_LENGTH);
+    expect(ok(run("echo ok"))).toBe("ok\n");
+    stopped(run("export y=$x$x"), "size_limit", /^bash: export: y: value too long \(131072 characters/);
+  });
+
+  it("caps the whole environment and the expanded command line", () => {
+    const { t, run } = withLogs();
+    run("x=ab; " + "x=$x$x; ".repeat(15));
+    stopped(run("a=$x; b=$x; c=$x; d=$x"), "size_limit", new RegExp(`^bash: environment too large \\(\\d+ characters; the limit is ${MAX_ENVIRONMENT_LENGTH}\\)$`));
+    expect(Object.keys(t.env)).toEqual(expect.arrayContaining(["a", "b"]));
+    expect(t.env.c).toBeUndefined();
+    expect(run("unset a b; c=$x").exitCode).toBe(0);
+    stopped(run("echo $x$x$x$x$x | wc -c"), "size_limit", new RegExp(`^bash: argument list too long after expansion \\(\\d+ characters; the limit is ${MAX_EXPANDED_LENGTH}\\)$`));
+    stopped(run("echo d/*/../*/../*/../*"), "size_limit", "bash: d/*/../*/../*/../*: pattern expands to more than 10000 paths");
+  });
+
+  it("stops a command line that spends its work budget, with the limit named and the rest not run", () => {
+    const { t } = withLogs();
+    const heavy = "grep -cE '.{0,250}.{0,250}.{0,250}.{0,250}[~]' logs/*; echo after";
+    const r = t.run(heavy);
+    stopped(r, "budget_exceeded", `bash: grep: work budget exceeded (${DEFAULT_WORK_BUDGET} units per command line; simplify the pattern or narrow the input)`);
+    expect(r.stdout).not.toContain("after");
+    expect(t.lastWork).toBeGreaterThan(DEFAULT_WORK_BUDGET);
+    expect(t.lastWork).toBeLessThan(DEFAULT_WORK_BUDGET + 10_000);
+    expect(t.lastExitCode).toBe(152);
+    // Deterministic: the same line spends exactly the same units and stops at the same point.
+    const spent = t.lastWork;
+    expect(t.run(heavy)).toEqual(r);
+    expect(t.lastWork).toBe(spent);
+    expect(ok(t.run("grep -c Failed logs/auth.log"))).toBe("109\n");
+  });
+
+  it("meters every command whose work grows with its input or arguments", () => {
+    const { t } = withLogs({ workBudget: 50_000 });
+    const many = (word: string, n: number) => Array.from({ length: n }, () => word).join(" ");
+    const heavy: Array<[string, string]> = [
+      ["grep -cE '.{0,200}[~]' logs/*", "grep"],
+      [`sort ${many("logs/auth.log", 4)}`, "sort"],
+      [`cat ${many("logs/auth.log", 5)} > /dev/null`, "cat"],
+      [`find ${many(".", 40)}`, "find"],
+      [`ls -lR ${many("d", 30)}`, "ls"],
+      [`cut -d' ' -f1-20 --output-delimiter=${"x".repeat(500)} logs/auth.log`, "cut"],
+      [`uniq -c ${"logs/auth.log"} | uniq | uniq | uniq | uniq | uniq | uniq`, "uniq"],
+      [`wc ${many("logs/auth.log", 5)}`, "wc"],
+      [`head -n 1000 ${many("logs/auth.log", 5)}`, "head"],
+      [`printf '%s\\n' ${many("abcdefgh", 6000)}`, "printf"],
+      [`echo ${many("d/*/..", 100)}`, "bash"],
+      [`grep -r Failed ${many(".", 3)}`, "grep"],
+    ];
+    for (const [line, command] of heavy) {
+      const r = t.run(`${line}; echo after`);
+      expect(r.error?.code, line).toBe("budget_exceeded");
+      expect(r.stderr, line).toContain(command === "bash" ? "bash: work budget exceeded" : `bash: ${command}: work budget exceeded`);
+      expect(r.stdout, line).not.toContain("after");
+      // A stop comes at the first charge past the budget; the largest single charge is sort's (before it sorts).
+      expect(t.lastWork, line).toBeLessThan(50_000 * 1.25);
+    }
+  });
+
+  it("keeps huge numeric arguments cheap", () => {
+    const { t, run } = withLogs();
+    expect(ok(run("uniq -f 99999999999999 logs/auth.log | wc -l"))).toBe("1\n");
+    expect(ok(run("uniq -s 99999999999999 -w 99999999999999 logs/auth.log | wc -l"))).toBe("1\n");
+    expect(ok(run("head -n 99999999999999 logs/auth.log | tail -c 99999999999999 | wc -l"))).toBe("109\n");
+    expect(ok(run("cut -d' ' -f99999999999999- logs/auth.log | sort -u"))).toBe("\n");
+    expect(ok(run("sort -k 99999999,99999999 logs/auth.log | wc -l"))).toBe("109\n");
+    expect(t.lastWork).toBeLessThan(200_000);
+  });
+
+  it("ends the line even when a command catches its stop", () => {
+    // ls -l counts each directory's subdirectories inside a try/catch; the stop must still end the line.
+    const { t } = withLogs({ workBudget: 20_000 });
+    const r = t.run(`ls -l ${Array.from({ length: 25 }, () => "d").join(" ")}; echo after`);
+    expect(r.error?.code).toBe("budget_exceeded");
+    expect(r.stdout).not.toContain("after");
+  });
+
+  it("keeps a pipeline's subshell changes in the subshell, also when the line stops there", () => {
+    const { t } = withLogs({ workBudget: 50_000 });
+    expect(t.run("cd /tmp | pwd").stdout).toBe("/home/agent\n");
+    expect(t.run("export A=1 | echo A=$A").stdout).toBe("A=\n");
+    const r = t.run("cd /tmp | grep -cE '.{0,200}[~]' /home/agent/logs/auth.log");
+    expect(r.error?.code).toBe("budget_exceeded");
+    expect(t.cwd).toBe("/home/agent");
+    expect(t.env.A).toBeUndefined();
+  });
+
+  it("sorts more lines than a call's arguments can spread", () => {
+    const { fs } = setup();
+    fs.writeFile("/tmp/many", "b\na\n".repeat(150_000));
+    const big = new Terminal(fs, { cwd: "/tmp", workBudget: 100_000_000 });
+    expect(big.run("sort -u many; sort many | wc -l")).toEqual({ stdout: "a\nb\n300000\n", stderr: "", exitCode: 0 });
+    const normal = new Terminal(fs, { cwd: "/tmp" });
+    expect(normal.run("sort many | wc -l").error?.code).toBe("budget_exceeded");
+  });
+
+  it("refuses snapshots and options whose environment breaks the limits", () => {
+    const { t, fs } = setup();
+    const snap = t.snapshot() as { env: Record<string, string> };
+    const huge = { ...snap, env: { ...snap.env, BIG: "x".repeat(100_000_000) } };
+    expect(() => t.restore(huge)).toThrow(ValidationError);
+    expect(() => t.restore(huge)).toThrow(/variable BIG is longer than 65536 characters/);
+    const wide = { ...snap, env: Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`V${i}`, "x".repeat(60_000)])) };
+    expect(() => t.restore(wide)).toThrow(/environment is larger than 262144 characters/);
+    try {
+      t.restore(huge);
+    } catch (error) {
+      expect((error as ValidationError).code).toBe("invalid_snapshot");
+    }
+    expect(() => new Terminal(fs, { env: { BIG: "x".repeat(MAX_VARIABLE_LENGTH + 1) } })).toThrow(ValidationError);
+    expect(() => new Terminal(fs, { workBudget: 0 })).toThrow(ValidationError);
+    // At the limit exactly is fine, and round-trips.
+    const full = { ...snap, env: { X: "x".repeat(MAX_VARIABLE_LENGTH) } };
+    t.restore(full);
+    expect(canonicalJson(t.snapshot())).toBe(canonicalJson(full));
+  });
+
+  it("leaves legitimate commands far below the budget", () => {
+    const { t } = withLogs();
+    for (const line of [
+      'grep -h "Failed password" logs/auth.log* | grep -oE "from [0-9.]+" | sort | uniq -c | sort -rn | head -n 15',
+      "grep -rhoE '[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+' logs | sort -u | wc -l",
+      "cat logs/* | cut -d' ' -f5 | sort | uniq -c",
+      "find . -name '*.log*' | sort",
+      "ls -la logs",
+    ]) {
+      const r = t.run(line);
+      expect(r.exitCode, line).toBe(0);
+      expect(t.lastWork, line).toBeLessThan(DEFAULT_WORK_BUDGET / 20);
+    }
   });
 });

@@ -104,6 +104,23 @@ describe("terminalTool", () => {
     expect(world.ran).toEqual([]);
   });
 
+  it("ends a command line stopped by a sandbox limit in a failed call that names the limit", async () => {
+    const { call, world } = setup();
+    const longLine = `x=ab; ${"x=$x$x; ".repeat(15)}echo $x`;
+    const budget = await call({ command: `${longLine} | grep -cE '.{0,250}.{0,250}.{0,250}.{0,250}[~]'; echo after` });
+    expect(budget.status).toBe("error");
+    expect(budget.error?.code).toBe("budget_exceeded");
+    expect(budget.output).toBe("bash: grep: work budget exceeded (10000000 units per command line; simplify the pattern or narrow the input)");
+    expect(budget.error?.message).toBe(budget.output);
+    const size = await call({ command: "printf '%400000000s' x" });
+    expect(size.status).toBe("error");
+    expect(size.error?.code).toBe("size_limit");
+    expect(size.output).toMatch(/^bash: printf: %400000000s: field width too large/);
+    // The call ran (onRun saw it), and the terminal goes on.
+    expect(world.ran).toHaveLength(2);
+    expect((await call({ command: "grep -c fail /logs/app.log" })).output).toEqual({ exit_code: 0, stdout: "1\n", stderr: "" });
+  });
+
   it("renders results as shell text", () => {
     expect(renderTerminalOutput({ exit_code: 0, stdout: "a\nb\n", stderr: "" })).toBe("a\nb");
     expect(renderTerminalOutput({ exit_code: 2, stdout: "", stderr: "bash: x: command not found\n" })).toBe("bash: x: command not found\n[exit 2]");

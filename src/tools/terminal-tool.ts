@@ -8,8 +8,11 @@
  * Usage: `const terminal = terminalTool<World, Task>({ terminal: (world) => world.terminal });`
  *
  * Shell syntax errors, unknown commands and sandbox refusals (paths outside the sandbox, read-only
- * trees, size limits) are ordinary results with a non-zero exit code and a message on stderr, exactly
+ * trees, full files) are ordinary results with a non-zero exit code and a message on stderr, exactly
  * as a real shell reports them; only a command the schema refuses (empty, too long) is `invalid`.
+ * A command line the shell stopped at one of its own limits (its work budget, or a size limit on
+ * variables, expansions or printf widths) is a failed call instead: status `error`, with the limit's
+ * code (`budget_exceeded`, `size_limit`) and its message naming the limit as the whole output.
  */
 import { z } from "zod";
 import type { JsonValue } from "../core/json.js";
@@ -99,6 +102,7 @@ export function terminalTool<World, Task>(options: TerminalToolOptions<World, Ta
     handler: ({ command }, ctx): JsonValue => {
       const result = options.terminal(ctx.world, ctx).run(command);
       onRun?.(command, result, ctx);
+      if (result.error) throw result.error;
       const stdout = truncateOutput(result.stdout, maxOutput);
       const stderr = truncateOutput(result.stderr, maxOutput);
       const out: TerminalOutput = { exit_code: result.exitCode, stdout: stdout.text, stderr: stderr.text };

@@ -116,13 +116,15 @@ describe("without --auth", () => {
 
   it("refuses cross-site Origins and non-loopback Host headers (DNS rebinding), over HTTP and the WebSocket upgrade", async () => {
     const port = new URL(server.base).port;
-    for (const headers of [{ host: "attacker.example" }, { host: `attacker.example:${port}` }, { origin: "https://evil.example" }, { origin: "null" }]) {
+    const refused: Array<Record<string, string>> = [{ host: "attacker.example" }, { host: `attacker.example:${port}` }, { origin: "https://evil.example" }, { origin: "null" }];
+    for (const headers of refused) {
       const res = await raw(server.base, "GET", "/v1/envs", headers);
       expect([res.status, res.body.error.code], JSON.stringify(headers)).toEqual([403, "forbidden"]);
       const post = await raw(server.base, "POST", "/v1/sessions", headers, JSON.stringify(TASK));
       expect(post.status).toBe(403);
     }
-    for (const headers of [{ host: `localhost:${port}` }, { host: `127.0.0.1:${port}` }, { host: `[::1]:${port}` }, { origin: `http://localhost:5173` }, {}]) {
+    const allowed: Array<Record<string, string>> = [{ host: `localhost:${port}` }, { host: `127.0.0.1:${port}` }, { host: `[::1]:${port}` }, { origin: "http://localhost:5173" }, {}];
+    for (const headers of allowed) {
       expect((await raw(server.base, "GET", "/healthz", headers)).status, JSON.stringify(headers)).toBe(200);
     }
     const ws = `${server.base.replace("http", "ws")}/v1/ws`;

@@ -208,6 +208,33 @@ describe("evidence cannot be destroyed", () => {
   });
 });
 
+describe("bounded work: commands that would stall or exhaust the process", () => {
+  const doubling = (times: number, tail = "") => `x=ab; ${"x=$x$x; ".repeat(times)}${tail}`;
+  const attacks: Array<[string, string, "budget_exceeded" | "size_limit", RegExp]> = [
+    ["nested counted repetition", "grep -E -c '(.{0,255}){0,97}[~]' /var/log/*/*", "size_limit", /^bash: grep: Regular expression too big \(nested repetition counts multiply past 1000\)$/],
+    ["grep -o over a line built by doubling", doubling(16, "echo $x | grep -E -o 'a|a.*c'"), "size_limit", /^bash: x: value too long \(131072 characters; the limit is 65536\)$/],
+    ["a huge printf width", "printf '%400000000s' x", "size_limit", /^bash: printf: %400000000s: field width too large/],
+    ["a variable doubled 28 times", doubling(28), "size_limit", /^bash: x: value too long/],
+    ["a pattern too slow for the logs", "grep -cE '.{0,250}.{0,250}.{0,250}.{0,250}[~]' /var/log/*/*", "budget_exceeded", /^bash: grep: work budget exceeded \(10000000 units per command line; simplify the pattern or narrow the input\)$/],
+  ];
+
+  it.each(attacks)("%s: a failed call naming the limit, and the episode goes on", async (_name, command, code, message) => {
+    const { env, run, task, world } = await open();
+    const { r, result } = await run(command);
+    expect(result.status).toBe("error");
+    expect(result.error?.code).toBe(code);
+    expect(result.error?.message).toMatch(message);
+    expect(r.observation.rendered).toBe(`[terminal error] ${result.error?.message}`);
+    expect(r.terminated).toBe(false);
+    expect(r.truncated).toBe(false);
+    const next = await run('grep -c "Failed password" /var/log/bastion-01/auth.log');
+    expect(next.result.status).toBe("ok");
+    expect(next.out.exit_code).toBe(0);
+    evidenceIntact(task, world());
+    await stillHealthy(env);
+  });
+});
+
 describe("the process stays healthy", () => {
   it("after a barrage of hostile commands the environment still solves episodes", async () => {
     const { env, run, task, world } = await open("exfiltration");

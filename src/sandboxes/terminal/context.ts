@@ -1,26 +1,37 @@
 /**
  * What a command sees when it runs (arguments, stdin, output streams, the file system, shell
- * state) and the helpers every command shares: GNU-style option parsing, error texts for sandbox
- * errors, file-name quoting and line splitting.
+ * state, the command line's work budget) and the helpers every command shares: GNU-style option
+ * parsing, error texts for sandbox errors, file-name quoting and line splitting.
  */
 import { SandboxError } from "../../core/errors.js";
 import type { MemoryFileSystem } from "../filesystem.js";
+import { isCommandLineStop, LINE_COST, UNMETERED, type WorkBudget, type WorkMeter } from "./limits.js";
+
+/** Commands that build output in pieces write it out once this many characters are pending, so it never piles up. */
+export const FLUSH_CHARS = 4096;
 
 /** Somewhere output goes: the terminal, a pipe, or a file. */
 export interface Sink {
   write(text: string): void;
 }
 
-/** A size-capped text buffer; writes past the cap are dropped and `truncated` is set. */
+/**
+ * A size-capped text buffer; writes past the cap are dropped and `truncated` is set. Every character
+ * written is charged to the meter, kept or not: producing output is work even when nobody reads it.
+ */
 export class OutputBuffer implements Sink {
   private readonly parts: string[] = [];
   private bytes = 0;
   /** True once a write was cut at the cap. */
   truncated = false;
 
-  constructor(readonly limit: number) {}
+  constructor(
+    readonly limit: number,
+    private readonly meter: WorkMeter = UNMETERED,
+  ) {}
 
   write(text: string): void {
+    this.meter.charge(text.length);
     if (this.truncated || text.length === 0) return;
     const size = Buffer.byteLength(text, "utf8");
     if (this.bytes + size <= this.limit) {
@@ -50,7 +61,10 @@ export class OutputBuffer implements Sink {
 /** Shell state a command may read or (for builtins such as cd and export) change. */
 export interface ShellState {
   cwd: string;
-  readonly env: Map<string, string>;
+  readonly env: ReadonlyMap<string, string>;
+  /** Sets a variable; throws the size_limit stop when the value or the environment would be too large. */
+  setVar(name: string, value: string): void;
+  unsetVar(name: string): void;
   readonly user: string;
   readonly host: string;
   /** Names of all available commands, sorted. */
@@ -69,9 +83,14 @@ export interface CommandContext {
   stderr: Sink;
   fs: MemoryFileSystem;
   shell: ShellState;
+  /** The command line's work budget: charge work that grows with the input or the arguments. */
+  budget: WorkBudget;
 }
 
-/** A command implementation: returns the exit status, reports user errors on stderr, never throws them. */
+/**
+ * A command implementation: returns the exit status, reports user errors on stderr, never throws them.
+ * It may throw a command-line stop (work budget or size limit), which ends the whole command line.
+ */
 export type CommandHandler = (ctx: CommandContext) => number;
 
 /** A registered command. */
@@ -89,9 +108,12 @@ export function resolvePath(ctx: CommandContext, path: string): string {
   return ctx.fs.resolve(path, ctx.shell.cwd);
 }
 
-/** The strerror-like text for a sandbox error, as coreutils would print it. */
+/**
+ * The strerror-like text for a sandbox error, as coreutils would print it. Rethrows anything else,
+ * including a command-line stop caught by a command's own error handling: that one ends the line.
+ */
 export function errorText(error: unknown): string {
-  if (!(error instanceof SandboxError)) throw error;
+  if (!(error instanceof SandboxError) || isCommandLineStop(error)) throw error;
   switch (error.code) {
     case "not_found":
       return "No such file or directory";
@@ -122,9 +144,9 @@ export function errorText(error: unknown): string {
   }
 }
 
-/** The code of a SandboxError (rethrows anything else: that is a bug, not a user error). */
+/** The code of a SandboxError (rethrows anything else, and command-line stops). */
 export function errorCode(error: unknown): string {
-  if (!(error instanceof SandboxError)) throw error;
+  if (!(error instanceof SandboxError) || isCommandLineStop(error)) throw error;
   return error.code;
 }
 
@@ -142,9 +164,17 @@ export function quoteIfNeeded(name: string): string {
   return SAFE_NAME.test(name) ? name : quote(name);
 }
 
-/** Splits text into lines that keep their "\n" (the last may lack one). */
-export function splitLinesKeep(text: string): string[] {
+/** Charges LINE_COST per line of `text`, counted before anything is split (counting is far cheaper than splitting). */
+function chargeLines(text: string, meter: WorkMeter): void {
+  let lines = 1;
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines += 1;
+  meter.charge(lines * LINE_COST);
+}
+
+/** Splits text into lines that keep their "\n" (the last may lack one), charging the lines to `meter`. */
+export function splitLinesKeep(text: string, meter: WorkMeter): string[] {
   if (text === "") return [];
+  chargeLines(text, meter);
   const lines = text.split("\n");
   const out = lines.map((line) => line + "\n");
   if (lines[lines.length - 1] === "") out.pop();
@@ -152,23 +182,30 @@ export function splitLinesKeep(text: string): string[] {
   return out;
 }
 
-/** Splits text into lines without terminators; a trailing newline does not add an empty line. */
-export function splitLines(text: string): string[] {
+/** Splits text into lines without terminators (a trailing newline adds no empty line), charging the lines to `meter`. */
+export function splitLines(text: string, meter: WorkMeter): string[] {
   if (text === "") return [];
+  chargeLines(text, meter);
   const lines = text.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
   return lines;
 }
 
-/** Reads an operand ("-" is stdin). Returns the content, or the SandboxError on failure. */
+/** Reads an operand ("-" is stdin), charging its length. Returns the content, or the SandboxError on failure. */
 export function readOperand(ctx: CommandContext, operand: string): { ok: true; text: string } | { ok: false; error: unknown } {
-  if (operand === "-") return { ok: true, text: ctx.stdin };
-  try {
-    return { ok: true, text: ctx.fs.readFile(resolvePath(ctx, operand)) };
-  } catch (error) {
-    if (!(error instanceof SandboxError)) throw error;
-    return { ok: false, error };
+  let text: string;
+  if (operand === "-") {
+    text = ctx.stdin;
+  } else {
+    try {
+      text = ctx.fs.readFile(resolvePath(ctx, operand));
+    } catch (error) {
+      if (!(error instanceof SandboxError) || isCommandLineStop(error)) throw error;
+      return { ok: false, error };
+    }
   }
+  ctx.budget.charge(text.length + 1);
+  return { ok: true, text };
 }
 
 // ------------------------------------------------------------------------------------ options
@@ -274,7 +311,8 @@ export function parseOptions(ctx: CommandContext, spec: OptionSpec, args = ctx.a
       break;
     }
   }
-  operands.push(...args.slice(i));
+  // A loop, not push(...rest): spreading a very long argument list overflows the stack.
+  for (; i < args.length; i++) operands.push(args[i]);
   return {
     has: (key) => values.has(key),
     all: (key) => values.get(key) ?? [],

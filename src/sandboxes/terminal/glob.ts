@@ -1,11 +1,20 @@
 /**
  * Shell glob patterns (`*`, `?`, `[...]`, backslash escapes), used for pathname expansion and
  * `find -name`. Matching is a linear-backtracking scan (one resumable star), so no pattern can
- * make it exponential.
+ * make it exponential; it is still O(pattern × text) in the worst case, so every step is charged
+ * to the caller's WorkMeter.
  */
-import { POSIX_CLASSES, foldCase, inBracket, type BracketSet } from "./chars.js";
+import { CharSet, POSIX_CLASSES, foldCase, type BracketSet } from "./chars.js";
+import { UNMETERED, type WorkMeter } from "./limits.js";
 
-type GlobToken = { t: "lit"; cp: number } | { t: "any" } | { t: "star" } | { t: "class"; set: BracketSet };
+type GlobToken =
+  | { t: "lit"; cp: number; folded: number }
+  | { t: "any" }
+  | { t: "star" }
+  | { t: "class"; exact: CharSet; folded: CharSet };
+
+/** Steps charged at a time: charging each comparison would cost more than the comparison. */
+const CHARGE_EVERY = 1024;
 
 /** Parses a bracket expression starting after '['; returns the set and the index after ']', or null. */
 function parseBracket(cps: number[], start: number): { set: BracketSet; end: number } | null {
@@ -59,6 +68,11 @@ function findClassEnd(cps: number[], from: number): number {
   return -1;
 }
 
+/** A literal token, with its case folding computed once rather than per comparison. */
+function literal(cp: number): GlobToken {
+  return { t: "lit", cp, folded: foldCase(cp) };
+}
+
 /** Compiles a glob pattern into tokens. An unterminated '[' is a literal, as in bash. */
 export function compileGlob(pattern: string): GlobToken[] {
   const cps = Array.from(pattern, (c) => c.codePointAt(0)!);
@@ -74,34 +88,41 @@ export function compileGlob(pattern: string): GlobToken[] {
       // Without any later ']' the bracket cannot close: skip the scan (keeps hostile input linear).
       const parsed = lastClose > i + 1 ? parseBracket(cps, i + 1) : null;
       if (parsed) {
-        tokens.push({ t: "class", set: parsed.set });
+        tokens.push({ t: "class", exact: new CharSet(parsed.set, false), folded: new CharSet(parsed.set, true) });
         i = parsed.end - 1;
       } else {
-        tokens.push({ t: "lit", cp });
+        tokens.push(literal(cp));
       }
     } else if (cp === 0x5c /* \ */ && i + 1 < cps.length) {
       i += 1;
-      tokens.push({ t: "lit", cp: cps[i] });
+      tokens.push(literal(cps[i]));
     } else {
-      tokens.push({ t: "lit", cp });
+      tokens.push(literal(cp));
     }
   }
   return tokens;
 }
 
-/** True when `text` matches the whole glob pattern. */
-export function matchGlob(pattern: string | GlobToken[], text: string, options: { caseInsensitive?: boolean } = {}): boolean {
+/** True when `text` matches the whole glob pattern; each comparison is charged to `meter`. */
+export function matchGlob(
+  pattern: string | GlobToken[],
+  text: string,
+  options: { caseInsensitive?: boolean; meter?: WorkMeter } = {},
+): boolean {
   const tokens = typeof pattern === "string" ? compileGlob(pattern) : pattern;
   const icase = options.caseInsensitive === true;
+  const meter = options.meter ?? UNMETERED;
   const chars = Array.from(text, (c) => c.codePointAt(0)!);
-  const one = (tok: GlobToken, cp: number): boolean => {
+  const folded = icase ? chars.map(foldCase) : chars;
+  meter.charge(chars.length + 1);
+  const one = (tok: GlobToken, at: number): boolean => {
     switch (tok.t) {
       case "any":
         return true;
       case "lit":
-        return icase ? foldCase(tok.cp) === foldCase(cp) : tok.cp === cp;
+        return icase ? tok.folded === folded[at] : tok.cp === chars[at];
       case "class":
-        return inBracket(tok.set, cp, icase);
+        return (icase ? tok.folded : tok.exact).has(chars[at]);
       default:
         return false;
     }
@@ -110,22 +131,31 @@ export function matchGlob(pattern: string | GlobToken[], text: string, options: 
   let t = 0;
   let starP = -1;
   let starT = -1;
+  let steps = 0;
+  const done = (matched: boolean): boolean => {
+    meter.charge(steps);
+    return matched;
+  };
   while (t < chars.length) {
+    if (++steps === CHARGE_EVERY) {
+      meter.charge(steps);
+      steps = 0;
+    }
     if (p < tokens.length && tokens[p].t === "star") {
       starP = p++;
       starT = t;
-    } else if (p < tokens.length && one(tokens[p], chars[t])) {
+    } else if (p < tokens.length && one(tokens[p], t)) {
       p += 1;
       t += 1;
     } else if (starP >= 0) {
       p = starP + 1;
       t = ++starT;
     } else {
-      return false;
+      return done(false);
     }
   }
   while (p < tokens.length && tokens[p].t === "star") p += 1;
-  return p === tokens.length;
+  return done(p === tokens.length);
 }
 
 /** True when the pattern has an unescaped glob metacharacter, i.e. pathname expansion applies. */

@@ -8,5 +8,14 @@ export {
   type TerminalState,
 } from "./shell.js";
 export { ShellSyntaxError, parseCommandLine, type Script } from "./parser.js";
-export { compilePatterns, RegexSyntaxError, type PatternOptions } from "./regex.js";
+export { compilePatterns, RegexSyntaxError, RegexTooBigError, type PatternOptions } from "./regex.js";
+export {
+  DEFAULT_WORK_BUDGET,
+  MAX_ENVIRONMENT_LENGTH,
+  MAX_EXPANDED_LENGTH,
+  MAX_FORMAT_WIDTH,
+  MAX_GLOB_RESULTS,
+  MAX_VARIABLE_LENGTH,
+  WorkBudget,
+} from "./limits.js";
 export { matchGlob } from "./glob.js";

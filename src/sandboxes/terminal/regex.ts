@@ -3,16 +3,31 @@
  *
  * Why not translate to JS RegExp: a backtracking engine can be driven into exponential time by
  * patterns such as `(a+)+$`, and a training sandbox must never hang on agent input. The Pike VM
- * runs in O(pattern × text) time, and gives POSIX leftmost-longest matches as GNU grep -o does.
+ * runs in O(program × text) time, and gives POSIX leftmost-longest matches as GNU grep -o does;
+ * all the matches of a line come from one pass (see CompiledPattern), so -o stays linear too.
  * Back-references need backtracking, so they are rejected with a clear message.
+ *
+ * "Linear" only helps if the program is small, so compilation follows RE2's limits: a counted
+ * repetition is at most {255}, nested counted repetitions may not multiply past 1000, and the
+ * program has at most 5,000 instructions; anything larger is a RegexTooBigError ("Regular expression
+ * too big", with the reason). Matching charges its work to a WorkMeter, so the shell's work budget
+ * stops what is still too slow.
  */
-import { caseVariants, inBracket, isWordChar, POSIX_CLASSES, type BracketSet } from "./chars.js";
+import { caseVariants, CharSet, isWordChar, POSIX_CLASSES, type BracketSet } from "./chars.js";
+import { UNMETERED, type WorkMeter } from "./limits.js";
 
 /** A malformed pattern; the message is GNU grep's text (without the "grep: " prefix). */
 export class RegexSyntaxError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = "RegexSyntaxError";
+    this.name = new.target.name;
+  }
+}
+
+/** A pattern beyond the sandbox's size limits (GNU's "Regular expression too big", with the reason). */
+export class RegexTooBigError extends RegexSyntaxError {
+  constructor(reason: string) {
+    super(`Regular expression too big (${reason})`);
   }
 }
 
@@ -28,8 +43,15 @@ type Node =
   | { t: "repeat"; node: Node; min: number; max: number }; // max -1: unbounded
 
 const MAX_GROUP_DEPTH = 100;
+/** Most quantifiers on one atom (`a**`): each nests the atom once more, and compilation recurses on nesting. */
+const MAX_QUANTIFIER_CHAIN = 8;
 const MAX_REPEAT = 255;
-const MAX_PROGRAM = 50_000;
+/** RE2's rule: nested counted repetitions may not multiply past this (`(.{0,255}){0,97}` expands 24,735-fold). */
+const MAX_REPEAT_PRODUCT = 1000;
+const MAX_PROGRAM = 5_000;
+/** Longest pattern set, in characters; a longer one could not fit in MAX_PROGRAM, so it is refused before parsing. */
+const MAX_PATTERN_LENGTH = 4 * MAX_PROGRAM;
+
 
 const C = {
   backslash: 0x5c,
@@ -101,9 +123,10 @@ class PatternParser {
       const atStart =
         items.length === 0 || (!this.ere && items.length === 1 && items[0].t === "assert" && items[0].kind === "bol");
       let atom = this.parseAtom(atStart);
-      for (;;) {
+      for (let chain = 1; ; chain++) {
         const q = this.parseQuantifier();
         if (!q) break;
+        if (chain > MAX_QUANTIFIER_CHAIN) throw new RegexTooBigError(`more than ${MAX_QUANTIFIER_CHAIN} repetition operators on one atom`);
         atom = { t: "repeat", node: atom, min: q.min, max: q.max };
       }
       items.push(atom);
@@ -114,7 +137,7 @@ class PatternParser {
   private parseGroup(): Node {
     this.i += this.ere ? 1 : 2;
     this.depth += 1;
-    if (this.depth > MAX_GROUP_DEPTH) throw new RegexSyntaxError("Regular expression too big");
+    if (this.depth > MAX_GROUP_DEPTH) throw new RegexTooBigError(`groups nested deeper than ${MAX_GROUP_DEPTH}`);
     const node = this.parseAlt();
     if (!this.isCloseGroup()) throw new RegexSyntaxError("Unmatched ( or \\(");
     this.i += this.ere ? 1 : 2;
@@ -266,7 +289,7 @@ class PatternParser {
     const lo = min ?? 0;
     if (min === null && max === null) return null;
     if (max !== -1 && max !== null && max < lo) throw new RegexSyntaxError("Invalid content of \\{\\}");
-    if (lo > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) throw new RegexSyntaxError("Regular expression too big");
+    if (lo > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) throw new RegexTooBigError(`a repetition count above ${MAX_REPEAT}`);
     return { min: lo, max: max ?? lo, end: j };
   }
 
@@ -354,16 +377,29 @@ const OP_MATCH = 6;
 type Inst =
   | { op: typeof OP_CHAR; cps: number[] }
   | { op: typeof OP_ANY }
-  | { op: typeof OP_SET; set: BracketSet; icase: boolean }
+  | { op: typeof OP_SET; set: CharSet }
   | { op: typeof OP_ASSERT; kind: AssertKind }
   | { op: typeof OP_SPLIT; x: number; y: number }
   | { op: typeof OP_JMP; x: number }
   | { op: typeof OP_MATCH };
 
+/** Refuses nested counted repetitions whose counts multiply past MAX_REPEAT_PRODUCT (before they are expanded). */
+function checkRepeatNesting(node: Node, outer: number): void {
+  if (node.t === "cat" || node.t === "alt") {
+    for (const item of node.items) checkRepeatNesting(item, outer);
+  } else if (node.t === "repeat") {
+    const product = outer * Math.max(node.max === -1 ? node.min : node.max, 1);
+    if (product > MAX_REPEAT_PRODUCT) throw new RegexTooBigError(`nested repetition counts multiply past ${MAX_REPEAT_PRODUCT}`);
+    checkRepeatNesting(node.node, product);
+  }
+}
+
 function compileProgram(root: Node, icase: boolean): Inst[] {
   const prog: Inst[] = [];
+  // A repetition emits its body many times: its bracket expressions are compiled once.
+  const sets = new Map<BracketSet, CharSet>();
   const push = (inst: Inst): number => {
-    if (prog.length >= MAX_PROGRAM) throw new RegexSyntaxError("Regular expression too big");
+    if (prog.length >= MAX_PROGRAM) throw new RegexTooBigError(`more than ${MAX_PROGRAM} instructions`);
     prog.push(inst);
     return prog.length - 1;
   };
@@ -376,7 +412,8 @@ function compileProgram(root: Node, icase: boolean): Inst[] {
         push({ op: OP_ANY });
         return;
       case "set":
-        push({ op: OP_SET, set: node.set, icase });
+        if (!sets.has(node.set)) sets.set(node.set, new CharSet(node.set, icase));
+        push({ op: OP_SET, set: sets.get(node.set)! });
         return;
       case "assert":
         push({ op: OP_ASSERT, kind: node.kind });
@@ -429,10 +466,82 @@ function compileProgram(root: Node, icase: boolean): Inst[] {
 
 // ---------------------------------------------------------------------------------------- matcher
 
-interface ThreadList {
-  pcs: Int32Array;
-  starts: Int32Array;
-  n: number;
+/**
+ * One leftmost-longest search of a line: it looks for the leftmost match at or after `origin`, and
+ * keeps the longest match from that start (`start` is -1 until it has one). Searches form a chain:
+ * each one starts where the previous one's match ends (one past it for an empty match), which is
+ * how grep -o finds successive matches.
+ */
+interface Search {
+  origin: number;
+  start: number;
+  end: number;
+  /** False once an earlier search found a longer match and this one was dropped. */
+  live: boolean;
+}
+
+function newSearch(origin: number): Search {
+  return { origin, start: -1, end: -1, live: true };
+}
+
+/** The VM's threads at one position, in priority order, at most one per instruction. */
+class ThreadList {
+  readonly pcs: Int32Array;
+  readonly starts: Int32Array;
+  readonly owners: Search[] = [];
+  n = 0;
+  /** Index of the thread at the MATCH instruction, or -1. */
+  matchIndex = -1;
+  private readonly marks: Int32Array;
+  private gen = 1;
+
+  constructor(
+    size: number,
+    private readonly matchPc: number,
+  ) {
+    this.pcs = new Int32Array(size);
+    this.starts = new Int32Array(size);
+    this.marks = new Int32Array(size);
+  }
+
+  /** Empties the list for a new position. */
+  clear(): void {
+    this.n = 0;
+    this.matchIndex = -1;
+    this.gen += 1;
+  }
+
+  /** Marks `pc` as reached at this position; false when it already was (a higher-priority thread got there first). */
+  visit(pc: number): boolean {
+    if (this.marks[pc] === this.gen) return false;
+    this.marks[pc] = this.gen;
+    return true;
+  }
+
+  push(pc: number, start: number, owner: Search): void {
+    if (pc === this.matchPc) this.matchIndex = this.n;
+    this.pcs[this.n] = pc;
+    this.starts[this.n] = start;
+    this.owners[this.n] = owner;
+    this.n += 1;
+  }
+
+  /** Keeps the threads `keep` accepts, in order, and drops the MATCH thread; only kept threads stay marked. */
+  retain(keep: (index: number) => boolean): void {
+    this.gen += 1;
+    const match = this.matchIndex;
+    this.matchIndex = -1;
+    let w = 0;
+    for (let k = 0; k < this.n; k++) {
+      if (k === match || !keep(k)) continue;
+      this.pcs[w] = this.pcs[k];
+      this.starts[w] = this.starts[k];
+      this.owners[w] = this.owners[k];
+      this.marks[this.pcs[w]] = this.gen;
+      w += 1;
+    }
+    this.n = w;
+  }
 }
 
 /** Code points of a line plus the UTF-16 offset of each (for slicing matches). */
@@ -470,13 +579,26 @@ function requiredLiteral(node: Node): string {
   return best;
 }
 
-/** A compiled pattern set; methods take one line (without its newline). */
+/**
+ * A compiled pattern set; methods take one line (without its newline) and charge their work to the
+ * meter: one unit per character scanned, plus one per VM thread-step and per instruction reached.
+ *
+ * All matches of a line come from one pass. A Pike VM keeps at most one thread per instruction,
+ * preferring the earliest start; grep -o needs a chain of searches (see Search), and running them
+ * one after another rescans the tail of the line for each match, quadratic on `a|a.*c` over
+ * "aaaa...". Here all searches of the chain run in the same pass, sharing the one-thread-per-
+ * instruction rule with priority to earlier searches. That is exact: two threads at the same
+ * instruction and position have the same future, and if the earlier search's thread ever reaches
+ * MATCH, that search's match grows and every later search is dropped and restarted after it, so the
+ * later thread could never have contributed. The pass therefore does O(program) work per character.
+ */
 export class CompiledPattern {
   private readonly clist: ThreadList;
   private readonly nlist: ThreadList;
-  private readonly marks: Int32Array;
-  private gen = 0;
-  private readonly stack: number[] = [];
+  /** The closure's work stack: each instruction is pushed at most twice per closure (by splits). */
+  private readonly stack: Int32Array;
+  /** Work of the current position, charged once per position. */
+  private steps = 0;
 
   /**
    * `literal`: a string every match contains (or ""). Most log lines do not contain it, and
@@ -487,21 +609,23 @@ export class CompiledPattern {
     private readonly prog: Inst[],
     private readonly literal = "",
     private readonly exact = false,
+    private readonly meter: WorkMeter = UNMETERED,
   ) {
-    const size = prog.length;
-    this.clist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
-    this.nlist = { pcs: new Int32Array(size), starts: new Int32Array(size), n: 0 };
-    this.marks = new Int32Array(size);
+    this.clist = new ThreadList(prog.length, prog.length - 1);
+    this.nlist = new ThreadList(prog.length, prog.length - 1);
+    this.stack = new Int32Array(2 * prog.length + 1);
   }
 
   /** True when the line contains a match. */
   test(line: string): boolean {
+    this.meter.charge(line.length + 1);
     if (this.literal !== "" && !line.includes(this.literal)) return false;
-    return this.exact || this.search(codePoints(line).cps, 0, true) !== null;
+    return this.exact || this.run(codePoints(line).cps, true)[0].start >= 0;
   }
 
   /** Non-empty leftmost-longest matches, left to right, as [start, end) UTF-16 offsets. */
   matches(line: string): Array<[number, number]> {
+    this.meter.charge(line.length + 1);
     if (this.literal !== "" && !line.includes(this.literal)) return [];
     if (this.exact) {
       const out: Array<[number, number]> = [];
@@ -511,19 +635,9 @@ export class CompiledPattern {
       return out;
     }
     const { cps, offsets } = codePoints(line);
-    const out: Array<[number, number]> = [];
-    let from = 0;
-    while (from <= cps.length) {
-      const m = this.search(cps, from, false);
-      if (!m) break;
-      if (m[1] > m[0]) {
-        out.push([offsets[m[0]], offsets[m[1]]]);
-        from = m[1];
-      } else {
-        from = m[0] + 1;
-      }
-    }
-    return out;
+    return this.run(cps, false)
+      .filter((s) => s.end > s.start)
+      .map((s): [number, number] => [offsets[s.start], offsets[s.end]]);
   }
 
   private check(kind: AssertKind, cps: number[], pos: number): boolean {
@@ -550,71 +664,102 @@ export class CompiledPattern {
   }
 
   /** Adds the thread at `pc` and everything reachable through jumps, splits and assertions. */
-  private add(list: ThreadList, pc0: number, start: number, cps: number[], pos: number): void {
+  private add(list: ThreadList, pc0: number, start: number, owner: Search, cps: number[], pos: number): void {
     const stack = this.stack;
-    stack.push(pc0);
-    while (stack.length > 0) {
-      const pc = stack.pop()!;
-      if (this.marks[pc] === this.gen) continue;
-      this.marks[pc] = this.gen;
-      const inst = this.prog[pc];
-      if (inst.op === OP_JMP) stack.push(inst.x);
-      else if (inst.op === OP_SPLIT) stack.push(inst.y, inst.x);
-      else if (inst.op === OP_ASSERT) {
-        if (this.check(inst.kind, cps, pos)) stack.push(pc + 1);
+    const prog = this.prog;
+    let sp = 0;
+    let visited = 0;
+    stack[sp++] = pc0;
+    while (sp > 0) {
+      const pc = stack[--sp];
+      if (!list.visit(pc)) continue;
+      visited += 1;
+      const inst = prog[pc];
+      if (inst.op === OP_JMP) stack[sp++] = inst.x;
+      else if (inst.op === OP_SPLIT) {
+        stack[sp++] = inst.y;
+        stack[sp++] = inst.x;
+      } else if (inst.op === OP_ASSERT) {
+        if (this.check(inst.kind, cps, pos)) stack[sp++] = pc + 1;
       } else {
-        list.pcs[list.n] = pc;
-        list.starts[list.n] = start;
-        list.n += 1;
+        list.push(pc, start, owner);
       }
     }
+    this.steps += visited;
   }
 
-  /** Leftmost-longest match starting at or after `from`; with `any`, the first match found. */
-  private search(cps: number[], from: number, any: boolean): [number, number] | null {
+  /**
+   * One pass over the line. Returns the chain of searches: with `firstOnly` it stops at the first
+   * match of any kind (the first search then has it); otherwise every search with a non-empty
+   * match is one match of grep -o.
+   */
+  private run(cps: number[], firstOnly: boolean): Search[] {
     let clist = this.clist;
     let nlist = this.nlist;
-    clist.n = 0;
-    this.gen += 1;
-    let best: [number, number] | null = null;
-    for (let pos = from; ; pos++) {
-      if (best === null) this.add(clist, 0, pos, cps, pos);
-      if (clist.n === 0) {
-        if (best !== null || pos >= cps.length) break;
-        this.gen += 1;
-        continue;
+    clist.clear();
+    const chain: Search[] = [newSearch(0)];
+    for (let pos = 0; ; pos++) {
+      this.steps = 1;
+      const last = chain[chain.length - 1];
+      if (last.start < 0 && pos >= last.origin) this.add(clist, 0, pos, last, cps, pos);
+      if (clist.matchIndex >= 0) {
+        if (firstOnly) {
+          chain[0].start = clist.starts[clist.matchIndex];
+          chain[0].end = pos;
+          this.meter.charge(this.steps);
+          return chain;
+        }
+        this.settle(clist, chain, cps, pos);
       }
-      this.gen += 1;
-      nlist.n = 0;
-      const cp = pos < cps.length ? cps[pos] : -1;
+      if (pos >= cps.length) {
+        this.meter.charge(this.steps);
+        return chain;
+      }
+      nlist.clear();
+      const cp = cps[pos];
       for (let k = 0; k < clist.n; k++) {
-        const start = clist.starts[k];
-        if (best !== null && start > best[0]) continue;
         const inst = this.prog[clist.pcs[k]];
         let ok = false;
         switch (inst.op) {
-          case OP_MATCH:
-            if (best === null || start < best[0] || (start === best[0] && pos > best[1])) best = [start, pos];
-            if (any) return best;
-            continue;
           case OP_CHAR:
-            ok = cp >= 0 && inst.cps.includes(cp);
+            ok = inst.cps.includes(cp);
             break;
           case OP_ANY:
-            ok = cp >= 0;
+            ok = true;
             break;
           case OP_SET:
-            ok = cp >= 0 && inBracket(inst.set, cp, inst.icase);
+            ok = inst.set.has(cp);
+            // Outside ASCII a set test bisects ranges and may look up case variants: about twice the work.
+            if (cp >= 128) this.steps += 1;
             break;
         }
-        if (ok) this.add(nlist, clist.pcs[k] + 1, start, cps, pos + 1);
+        if (ok) this.add(nlist, clist.pcs[k] + 1, clist.starts[k], clist.owners[k], cps, pos + 1);
       }
+      this.steps += clist.n;
+      this.meter.charge(this.steps);
       const tmp = clist;
       clist = nlist;
       nlist = tmp;
-      if (pos >= cps.length) break;
     }
-    return best;
+  }
+
+  /**
+   * A thread reached MATCH at `pos`, so its search has a better match ending here (its threads all
+   * start no later than its current match, and earlier positions are behind us). Later searches are
+   * dropped, threads that can no longer win are cut, and a new search starts where this match ends.
+   */
+  private settle(list: ThreadList, chain: Search[], cps: number[], pos: number): void {
+    while (list.matchIndex >= 0) {
+      const owner = list.owners[list.matchIndex];
+      const start = list.starts[list.matchIndex];
+      owner.start = start;
+      owner.end = pos;
+      while (chain[chain.length - 1] !== owner) chain.pop()!.live = false;
+      const next = newSearch(start === pos ? pos + 1 : pos);
+      chain.push(next);
+      list.retain((k) => list.owners[k].live && (list.owners[k] !== owner || list.starts[k] <= start));
+      if (next.origin === pos) this.add(list, 0, pos, next, cps, pos);
+    }
   }
 }
 
@@ -631,8 +776,10 @@ export interface PatternOptions {
   lineMatch?: boolean;
 }
 
-/** Compiles grep patterns (any one may match); throws RegexSyntaxError with GNU wording. */
-export function compilePatterns(patterns: string[], options: PatternOptions = {}): CompiledPattern {
+/** Compiles grep patterns (any one may match); throws RegexSyntaxError with GNU wording. Matching charges `meter`. */
+export function compilePatterns(patterns: string[], options: PatternOptions = {}, meter: WorkMeter = UNMETERED): CompiledPattern {
+  const length = patterns.reduce((sum, pattern) => sum + pattern.length, 0);
+  if (length > MAX_PATTERN_LENGTH) throw new RegexTooBigError(`patterns longer than ${MAX_PATTERN_LENGTH} characters`);
   const nodes = patterns.map((pattern): Node => {
     const cps = Array.from(pattern, (c) => c.codePointAt(0)!);
     if (options.fixed) return { t: "cat", items: cps.map((cp): Node => ({ t: "char", cp })) };
@@ -645,10 +792,11 @@ export function compilePatterns(patterns: string[], options: PatternOptions = {}
   if (options.lineMatch) {
     root = { t: "cat", items: [{ t: "assert", kind: "bol" }, root, { t: "assert", kind: "eol" }] };
   }
+  checkRepeatNesting(root, 1);
   // Case-insensitive matching folds more than toLowerCase does (e.g. the Kelvin sign is a "k"), so the
   // literal shortcut is kept to case-sensitive patterns, where it is exact.
   const literal = options.ignoreCase ? "" : requiredLiteral(root);
   // Exact only without surrogates: in UTF-16 a lone surrogate of the pattern could match half of a pair.
   const exact = literal !== "" && !/[\uD800-\uDFFF]/.test(literal) && (root.t === "char" || (root.t === "cat" && root.items.every((i) => i.t === "char")));
-  return new CompiledPattern(compileProgram(root, options.ignoreCase === true), literal, exact);
+  return new CompiledPattern(compileProgram(root, options.ignoreCase === true), literal, exact, meter);
 }

@@ -2,7 +2,13 @@
  * The Terminal: a deterministic bash-like shell over a MemoryFileSystem. It parses a command
  * line, expands words, wires pipes and redirections through in-memory buffers, and dispatches to
  * the command table. Everything is synchronous and bounded: the command line is capped, every
- * buffer is capped, and no construct can loop.
+ * buffer is capped, no construct can loop, and each command line has a deterministic work budget
+ * and size limits (./limits.ts).
+ *
+ * A command line that reaches a limit stops there: the rest of it does not run, stderr ends with the
+ * limit's message, the exit status is 152 (work budget) or 153 (size limit), and RunResult.error
+ * holds the typed error so a tool can report a failed call. Commands that finished before the stop
+ * keep their effects, as they would in a real shell.
  */
 import { SandboxError, ValidationError } from "../../core/errors.js";
 import type { JsonValue } from "../../core/json.js";
@@ -10,6 +16,15 @@ import { normalizePath, type MemoryFileSystem } from "../filesystem.js";
 import { COMMANDS } from "./commands/index.js";
 import { OutputBuffer, errorText, type CommandContext, type ShellState, type Sink } from "./context.js";
 import { expandPlain, expandWords, type ExpandEnv } from "./expand.js";
+import {
+  DEFAULT_WORK_BUDGET,
+  isCommandLineStop,
+  meteredFileSystem,
+  MAX_ENVIRONMENT_LENGTH,
+  MAX_VARIABLE_LENGTH,
+  stopExitCode,
+  WorkBudget,
+} from "./limits.js";
 import { ShellSyntaxError, parseCommandLine, type Pipeline, type Script, type SimpleCommand } from "./parser.js";
 
 /** Longest accepted command line, in UTF-8 bytes. */
@@ -29,6 +44,8 @@ export interface TerminalOptions {
   host?: string;
   /** Cap on stdout and on stderr of one run, and on each pipe buffer; default 1 MiB. */
   maxOutputBytes?: number;
+  /** Work units one command line may spend; default DEFAULT_WORK_BUDGET. */
+  workBudget?: number;
 }
 
 /** The outcome of one command line. */
@@ -36,6 +53,8 @@ export interface RunResult {
   stdout: string;
   stderr: string;
   exitCode: number;
+  /** The limit that stopped the command line (`budget_exceeded` or `size_limit`), when one did. */
+  error?: SandboxError;
 }
 
 /** Shape of `Terminal.snapshot()`: the terminal's own state (the file system snapshots separately). */
@@ -56,13 +75,26 @@ class FileSink extends OutputBuffer {
     readonly abs: string,
     readonly display: string,
     limit: number,
+    budget: WorkBudget,
   ) {
-    super(limit);
+    super(limit, budget);
   }
 }
 
-/** The /dev/null sink. */
-const DISCARD: Sink = { write: () => undefined };
+/** Size a variable takes in the environment: `NAME=value` and a terminator, as in a process environment block. */
+function entryLength(name: string, value: string): number {
+  return name.length + value.length + 2;
+}
+
+/** Why an environment breaks the size limits, or null when it is within them. */
+function environmentProblem(env: Map<string, string>): string | null {
+  let total = 0;
+  for (const [name, value] of env) {
+    if (value.length > MAX_VARIABLE_LENGTH) return `variable ${name} is longer than ${MAX_VARIABLE_LENGTH} characters`;
+    total += entryLength(name, value);
+  }
+  return total > MAX_ENVIRONMENT_LENGTH ? `the environment is larger than ${MAX_ENVIRONMENT_LENGTH} characters` : null;
+}
 
 /** Raised by the `exit` builtin to stop the rest of the command line. */
 class ExitSignal {
@@ -80,10 +112,17 @@ export class Terminal {
   readonly fs: MemoryFileSystem;
   private cwdPath: string;
   private vars: Map<string, string>;
+  /** Size of `vars` as entryLength counts it. */
+  private envLength = 0;
   private lastExit = 0;
   private readonly user: string;
   private readonly host: string;
   private readonly maxOutput: number;
+  private readonly workLimit: number;
+  /** The budget of the command line being run, or of the last one run. */
+  private budget: WorkBudget;
+  /** The file system as the command line being run uses it: every call charged to `budget`. */
+  private runFs: MemoryFileSystem;
   private readonly shellState: ShellState;
 
   constructor(fs: MemoryFileSystem, options: TerminalOptions = {}) {
@@ -94,6 +133,12 @@ export class Terminal {
     if (!Number.isInteger(this.maxOutput) || this.maxOutput < 1) {
       throw new ValidationError("invalid_config", "maxOutputBytes must be a positive integer");
     }
+    this.workLimit = options.workBudget ?? DEFAULT_WORK_BUDGET;
+    if (!Number.isSafeInteger(this.workLimit) || this.workLimit < 1) {
+      throw new ValidationError("invalid_config", "workBudget must be a positive integer");
+    }
+    this.budget = new WorkBudget(this.workLimit);
+    this.runFs = meteredFileSystem(fs, this.budget);
     try {
       this.cwdPath = normalizePath(options.cwd ?? "/");
     } catch {
@@ -117,6 +162,9 @@ export class Terminal {
       }
     }
     this.vars = new Map(Object.entries(env));
+    const problem = environmentProblem(this.vars);
+    if (problem) throw new ValidationError("invalid_config", `env: ${problem}`);
+    this.envLength = this.measureEnv();
     const self = this;
     this.shellState = {
       get cwd() {
@@ -128,6 +176,8 @@ export class Terminal {
       get env() {
         return self.vars;
       },
+      setVar: (name, value) => this.setVar(name, value),
+      unsetVar: (name) => this.unsetVar(name),
       user: this.user,
       host: this.host,
       commandNames: () => [...COMMANDS.keys(), "exit"].sort(),
@@ -145,6 +195,14 @@ export class Terminal {
     return Object.fromEntries(this.vars);
   }
 
+  /**
+   * Work units the last command line spent: deterministic, so the same line on the same state always
+   * spends the same, and comparable with TerminalOptions.workBudget.
+   */
+  get lastWork(): number {
+    return this.budget.spent;
+  }
+
   /** Exit status of the last command line ($?). */
   get lastExitCode(): number {
     return this.lastExit;
@@ -153,8 +211,10 @@ export class Terminal {
   /** Runs one command line (which may hold several commands) and returns its output. */
   run(commandLine: string): RunResult {
     if (typeof commandLine !== "string") throw new TypeError("Terminal.run: commandLine must be a string");
-    const stdout = new OutputBuffer(this.maxOutput);
-    const stderr = new OutputBuffer(this.maxOutput);
+    const budget = (this.budget = new WorkBudget(this.workLimit));
+    this.runFs = meteredFileSystem(this.fs, budget);
+    const stdout = new OutputBuffer(this.maxOutput, budget);
+    const stderr = new OutputBuffer(this.maxOutput, budget);
     let status = 0;
     const bytes = Buffer.byteLength(commandLine, "utf8");
     let script: Script | null = null;
@@ -175,16 +235,21 @@ export class Terminal {
       try {
         status = this.execScript(script, { stdin: "", stdout, stderr });
       } catch (error) {
-        if (!(error instanceof ExitSignal)) throw error;
-        status = error.code;
+        if (error instanceof ExitSignal) status = error.code;
+        else if (!isCommandLineStop(error)) throw error;
       }
     }
+    const stop = budget.stop;
+    if (stop) status = stopExitCode(stop);
     this.lastExit = status;
-    return {
+    const result: RunResult = {
       stdout: stdout.text() + (stdout.truncated ? `\n[stdout truncated: output exceeded ${this.maxOutput} bytes]\n` : ""),
-      stderr: stderr.text() + (stderr.truncated ? `\n[stderr truncated: output exceeded ${this.maxOutput} bytes]\n` : ""),
+      // The stop's message is appended here: written through stderr, it would be charged to the spent budget.
+      stderr: stderr.text() + (stderr.truncated ? `\n[stderr truncated: output exceeded ${this.maxOutput} bytes]\n` : "") + (stop ? `${stop.message}\n` : ""),
       exitCode: status,
     };
+    if (stop) result.error = stop;
+    return result;
   }
 
   /** The terminal's own state (cwd, env, $?) as JSON; the file system is snapshotted separately. */
@@ -216,13 +281,42 @@ export class Terminal {
       if (!NAME_RE.test(name) || typeof value !== "string") throw bad(`invalid variable ${name}`);
       env.set(name, value);
     }
+    const problem = environmentProblem(env);
+    if (problem) throw bad(problem);
     const code = s.lastExitCode;
     if (typeof code !== "number" || !Number.isInteger(code) || code < 0 || code > 255) {
       throw bad("lastExitCode must be an integer 0-255");
     }
     this.cwdPath = cwd;
     this.vars = env;
+    this.envLength = this.measureEnv();
     this.lastExit = code;
+  }
+
+  // ------------------------------------------------------------------------------ variables
+
+  private measureEnv(): number {
+    let total = 0;
+    for (const [name, value] of this.vars) total += entryLength(name, value);
+    return total;
+  }
+
+  /** Sets a variable within the size limits (a size_limit stop otherwise). */
+  private setVar(name: string, value: string): void {
+    const budget = this.budget;
+    budget.checkSize(value.length, MAX_VARIABLE_LENGTH, "maxVariableLength", `${name}: value too long`);
+    const old = this.vars.get(name);
+    const length = this.envLength - (old === undefined ? 0 : entryLength(name, old)) + entryLength(name, value);
+    budget.checkSize(length, MAX_ENVIRONMENT_LENGTH, "maxEnvironmentLength", "environment too large");
+    this.vars.set(name, value);
+    this.envLength = length;
+  }
+
+  private unsetVar(name: string): void {
+    const old = this.vars.get(name);
+    if (old === undefined) return;
+    this.vars.delete(name);
+    this.envLength -= entryLength(name, old);
   }
 
   // ------------------------------------------------------------------------------ execution
@@ -243,29 +337,44 @@ export class Terminal {
 
   private execPipeline(pipeline: Pipeline, io: StreamSet): number {
     const { commands } = pipeline;
-    // Every part of a multi-command pipeline runs in a subshell in bash: cd/export there do not stick.
-    const saved = commands.length > 1 ? { cwd: this.cwdPath, vars: new Map(this.vars) } : null;
+    const subshells = commands.length > 1;
+    // Every part of a multi-command pipeline runs in its own subshell in bash: cd/export there do not stick.
+    const parent = { cwd: this.cwdPath, vars: this.vars, envLength: this.envLength };
     let input = io.stdin;
     let status = 0;
-    for (let k = 0; k < commands.length; k++) {
-      const last = k === commands.length - 1;
-      const out = last ? io.stdout : new OutputBuffer(this.maxOutput);
-      status = this.execSimple(commands[k], { stdin: input, stdout: out, stderr: io.stderr }, commands.length > 1);
-      if (!last) {
-        const buffer = out as OutputBuffer;
-        if (buffer.truncated) io.stderr.write(`bash: pipe output truncated at ${this.maxOutput} bytes\n`);
-        input = buffer.text();
+    try {
+      for (let k = 0; k < commands.length; k++) {
+        const last = k === commands.length - 1;
+        if (subshells) this.enterSubshell(parent);
+        const out = last ? io.stdout : new OutputBuffer(this.maxOutput, this.budget);
+        status = this.execSimple(commands[k], { stdin: input, stdout: out, stderr: io.stderr }, subshells);
+        if (!last) {
+          const buffer = out as OutputBuffer;
+          if (buffer.truncated) io.stderr.write(`bash: pipe output truncated at ${this.maxOutput} bytes\n`);
+          input = buffer.text();
+        }
       }
-    }
-    if (saved) {
-      this.cwdPath = saved.cwd;
-      this.vars = saved.vars;
+    } finally {
+      // Also when a limit stops the line inside the pipeline: a subshell's changes never leak out.
+      if (subshells) {
+        this.cwdPath = parent.cwd;
+        this.vars = parent.vars;
+        this.envLength = parent.envLength;
+      }
     }
     return pipeline.negated ? (status === 0 ? 1 : 0) : status;
   }
 
+  /** Starts a subshell: a copy of the parent's state (charged: copying the environment is work). */
+  private enterSubshell(parent: { cwd: string; vars: Map<string, string>; envLength: number }): void {
+    this.budget.charge(parent.vars.size);
+    this.cwdPath = parent.cwd;
+    this.vars = new Map(parent.vars);
+    this.envLength = parent.envLength;
+  }
+
   private expandEnv(): ExpandEnv {
-    return { param: (name) => this.param(name), fs: this.fs, cwd: this.cwdPath };
+    return { param: (name) => this.param(name), fs: this.fs, cwd: this.cwdPath, budget: this.budget };
   }
 
   private param(name: string): string | undefined {
@@ -297,25 +406,25 @@ export class Terminal {
 
     let status: number;
     if (words.length === 0) {
-      for (const [name, value] of assignments) this.vars.set(name, value);
+      for (const [name, value] of assignments) this.setVar(name, value);
       status = 0;
     } else {
       // NAME=value before a command applies to that command only.
       const previous = assignments.map(([name]) => [name, this.vars.get(name)] as const);
-      for (const [name, value] of assignments) this.vars.set(name, value);
+      for (const [name, value] of assignments) this.setVar(name, value);
       try {
         status = this.dispatch(words[0], words.slice(1), streams, inPipeline);
       } finally {
         for (const [name, value] of previous) {
-          if (value === undefined) this.vars.delete(name);
-          else this.vars.set(name, value);
+          if (value === undefined) this.unsetVar(name);
+          else this.setVar(name, value);
         }
       }
     }
 
     for (const file of files) {
       try {
-        this.fs.writeFile(file.abs, file.text(), { append: true });
+        this.runFs.writeFile(file.abs, file.text(), { append: true });
       } catch (error) {
         io.stderr.write(`bash: ${file.display}: ${errorText(error)}\n`);
         status = 1;
@@ -350,20 +459,21 @@ export class Terminal {
           streams.stdin = device === "stdin" ? io.stdin : "";
           continue;
         }
-        const sink = device === "null" ? DISCARD : device === "stderr" ? streams.stderr : streams.stdout;
+        const discard: Sink = { write: (text) => this.budget.charge(text.length) };
+        const sink = device === "null" ? discard : device === "stderr" ? streams.stderr : streams.stdout;
         if (r.fd === 1 || r.fd === "both") streams.stdout = sink;
         if (r.fd === 2 || r.fd === "both") streams.stderr = sink;
         continue;
       }
       try {
-        const abs = this.fs.resolve(target, this.cwdPath);
+        const abs = this.runFs.resolve(target, this.cwdPath);
         if (r.op === "<") {
-          streams.stdin = this.fs.readFile(abs);
+          streams.stdin = this.runFs.readFile(abs);
           continue;
         }
         // '>' truncates at open time, as in bash (so `sort f > f` empties f).
-        this.fs.writeFile(abs, "", { append: r.op === ">>" });
-        const sink = new FileSink(abs, target, this.fs.limits.maxFileBytes + 1);
+        this.runFs.writeFile(abs, "", { append: r.op === ">>" });
+        const sink = new FileSink(abs, target, this.fs.limits.maxFileBytes + 1, this.budget);
         files.push(sink);
         if (r.fd === 1 || r.fd === "both") streams.stdout = sink;
         if (r.fd === 2 || r.fd === "both") streams.stderr = sink;
@@ -409,23 +519,31 @@ export class Terminal {
       stdin: io.stdin,
       stdout: io.stdout,
       stderr: io.stderr,
-      fs: this.fs,
+      fs: this.runFs,
       shell: this.shellState,
+      budget: this.budget,
     };
+    let status: number;
+    this.budget.command = spec.name;
     try {
-      return spec.run(ctx);
+      status = spec.run(ctx);
     } catch (error) {
-      // A sandbox error escaping a command is still a user-facing failure, never a crash.
-      if (!(error instanceof SandboxError)) throw error;
+      // A sandbox error escaping a command is still a user-facing failure, never a crash; a stop ends the line.
+      if (!(error instanceof SandboxError) || isCommandLineStop(error)) throw error;
       io.stderr.write(`${spec.name}: ${errorText(error)}\n`);
-      return 1;
+      status = 1;
+    } finally {
+      this.budget.command = "bash";
     }
+    // A command that caught its stop by mistake still ends the line.
+    if (this.budget.stop) throw this.budget.stop;
+    return status;
   }
 
   /** Running a file by path: nothing is executable in the sandbox. */
   private execPath(name: string, io: StreamSet): number {
     try {
-      const stat = this.fs.stat(this.fs.resolve(name, this.cwdPath));
+      const stat = this.runFs.stat(this.runFs.resolve(name, this.cwdPath));
       io.stderr.write(`bash: ${name}: ${stat.type === "dir" ? "Is a directory" : "Permission denied"}\n`);
       return 126;
     } catch (error) {

@@ -2,7 +2,8 @@
  * Shell builtins and small utilities: cd, pwd, echo, printf, true, false, export, unset, env,
  * printenv, whoami, hostname, which, type, basename, dirname.
  */
-import { errorText, parseOptions, resolvePath, type CommandContext, type CommandSpec } from "../context.js";
+import { errorText, FLUSH_CHARS, parseOptions, resolvePath, type CommandContext, type CommandSpec } from "../context.js";
+import { MAX_FORMAT_WIDTH } from "../limits.js";
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const KEYWORDS = new Set([
@@ -49,9 +50,9 @@ function cd(ctx: CommandContext): number {
     ctx.stderr.write(`bash: cd: ${target}: ${errorText(error)}\n`);
     return 1;
   }
-  env.set("OLDPWD", ctx.shell.cwd);
+  ctx.shell.setVar("OLDPWD", ctx.shell.cwd);
   ctx.shell.cwd = abs;
-  env.set("PWD", abs);
+  ctx.shell.setVar("PWD", abs);
   if (print) ctx.stdout.write(`${abs}\n`);
   return 0;
 }
@@ -178,7 +179,25 @@ function pad(text: string, width: number, left: boolean, zero: boolean): string 
   return text.padStart(width, " ");
 }
 
-/** printf FORMAT [ARG]...: %s %b %c %d %i %u %o %x %X %f %e %g %%, widths, precision and flags. */
+/** Most digits JS formats after the point; further digits a precision asks for are printed as zeros. */
+const MAX_JS_DIGITS = 100;
+
+/** A %f %e %g conversion's digits (before sign and padding). */
+function formatFloat(n: number, conv: string, precision: number): string {
+  const p = Math.min(precision, MAX_JS_DIGITS);
+  const zeros = Number.isFinite(n) ? "0".repeat(precision - p) : "";
+  let body: string;
+  if (conv === "f" || conv === "F") body = n.toFixed(p) + zeros;
+  else if (conv === "e" || conv === "E") body = n.toExponential(p).replace(/e([+-])(\d+)$/, (_, sign: string, exp: string) => `${zeros}e${sign}${exp.padStart(2, "0")}`);
+  else body = String(Number(n.toPrecision(p === 0 ? 1 : p)));
+  return conv === "E" || conv === "G" ? body.toUpperCase() : body;
+}
+
+/**
+ * printf FORMAT [ARG]...: %s %b %c %d %i %u %o %x %X %f %e %g %%, widths, precision and flags. The
+ * format is reused while arguments remain; each pass is charged to the budget, and field widths and
+ * precisions above MAX_FORMAT_WIDTH are refused (a size_limit stop) instead of being built.
+ */
 function printf(ctx: CommandContext): number {
   let args = ctx.args;
   if (args[0] === "--") args = args.slice(1);
@@ -191,8 +210,17 @@ function printf(ctx: CommandContext): number {
   let next = 0;
   let status = 0;
   let out = "";
+  const emit = (text: string): void => {
+    out += text;
+    if (out.length >= FLUSH_CHARS) flush();
+  };
+  const flush = (): void => {
+    ctx.stdout.write(out);
+    out = "";
+  };
   const spec = /%([-+ 0#]*)(\d+|\*)?(?:\.(\d+|\*)?)?([a-zA-Z%])?/gy;
   for (let round = 0; round < 10_000; round++) {
+    ctx.budget.charge(format.length + 1);
     let consumed = false;
     let i = 0;
     while (i < format.length) {
@@ -200,16 +228,16 @@ function printf(ctx: CommandContext): number {
       if (c === "\\") {
         const escape = /^\\(?:[0-7]{1,3}|x[0-9a-fA-F]{1,2}|[\s\S])?/.exec(format.slice(i, i + 5))![0];
         const r = interpretEscapes(escape, true);
-        out += r.text;
+        emit(r.text);
         if (r.stop) {
-          ctx.stdout.write(out);
+          flush();
           return status;
         }
         i += escape.length;
         continue;
       }
       if (c !== "%") {
-        out += c;
+        emit(c);
         i += 1;
         continue;
       }
@@ -217,13 +245,13 @@ function printf(ctx: CommandContext): number {
       const m = spec.exec(format);
       if (!m || m[4] === undefined) {
         ctx.stderr.write(`bash: printf: ${format.slice(i, i + 2)}: invalid format character\n`);
-        ctx.stdout.write(out);
+        flush();
         return 1;
       }
       i = spec.lastIndex;
-      const [, flags, widthRaw, precRaw, conv] = m;
+      const [directive, flags, widthRaw, precRaw, conv] = m;
       if (conv === "%") {
-        out += "%";
+        emit("%");
         continue;
       }
       const take = (): string | undefined => {
@@ -231,7 +259,11 @@ function printf(ctx: CommandContext): number {
         return values[next++];
       };
       const width = widthRaw === "*" ? parsePrintfNumber(ctx, take(), true).value : Number(widthRaw ?? 0);
-      const precision = precRaw === "*" ? parsePrintfNumber(ctx, take(), true).value : precRaw === undefined ? undefined : Number(precRaw);
+      const starPrecision = precRaw === "*" ? parsePrintfNumber(ctx, take(), true).value : undefined;
+      // A negative precision from '*' counts as none, as in C.
+      const precision = starPrecision !== undefined ? (starPrecision < 0 ? undefined : starPrecision) : precRaw === undefined ? undefined : Number(precRaw);
+      ctx.budget.checkSize(Math.abs(width), MAX_FORMAT_WIDTH, "maxFormatWidth", `${directive}: field width too large`);
+      ctx.budget.checkSize(precision ?? 0, MAX_FORMAT_WIDTH, "maxFormatWidth", `${directive}: precision too large`);
       const left = flags.includes("-");
       const zero = flags.includes("0") && !left;
       const sign = (n: number, s: string): string => (n >= 0 && flags.includes("+") ? `+${s}` : n >= 0 && flags.includes(" ") ? ` ${s}` : s);
@@ -274,25 +306,19 @@ function printf(ctx: CommandContext): number {
           const r = parsePrintfNumber(ctx, take(), false);
           if (!r.ok) status = 1;
           const n = r.value;
-          const p = precision ?? 6;
-          let body: string;
-          if (conv === "f" || conv === "F") body = n.toFixed(p);
-          else if (conv === "e" || conv === "E") body = n.toExponential(p).replace(/e([+-])(\d)$/, "e$10$2");
-          else body = String(Number(n.toPrecision(p === 0 ? 1 : p)));
-          if (conv === "E" || conv === "G") body = body.toUpperCase();
-          text = pad(sign(n, body), width, left, zero);
+          text = pad(sign(n, formatFloat(n, conv, precision ?? 6)), width, left, zero);
           break;
         }
         default:
           ctx.stderr.write(`bash: printf: %${conv}: invalid format character\n`);
-          ctx.stdout.write(out);
+          flush();
           return 1;
       }
-      out += text;
+      emit(text);
     }
     if (!consumed || next >= values.length) break;
   }
-  ctx.stdout.write(out);
+  flush();
   return status;
 }
 
@@ -314,8 +340,8 @@ function exportCmd(ctx: CommandContext): number {
       status = 1;
       continue;
     }
-    if (eq >= 0) env.set(name, arg.slice(eq + 1));
-    else if (!env.has(name)) env.set(name, "");
+    if (eq >= 0) ctx.shell.setVar(name, arg.slice(eq + 1));
+    else if (!env.has(name)) ctx.shell.setVar(name, "");
   }
   return status;
 }
@@ -329,7 +355,7 @@ function unset(ctx: CommandContext): number {
       status = 1;
       continue;
     }
-    ctx.shell.env.delete(arg);
+    ctx.shell.unsetVar(arg);
   }
   return status;
 }

@@ -64,7 +64,7 @@ function cat(ctx: CommandContext): number {
       ctx.stdout.write(r.text);
       continue;
     }
-    for (const line of splitLinesKeep(r.text)) {
+    for (const line of splitLinesKeep(r.text, ctx.budget)) {
       const hasNewline = line.endsWith("\n");
       let body = hasNewline ? line.slice(0, -1) : line;
       const blank = body === "";
@@ -320,6 +320,7 @@ function tee(ctx: CommandContext): number {
   if (typeof opts === "number") return opts;
   let status = 0;
   for (const op of opts.operands) {
+    ctx.budget.charge(ctx.stdin.length + 1);
     try {
       ctx.fs.writeFile(resolvePath(ctx, op), ctx.stdin, { append: opts.has("a") });
     } catch (error) {

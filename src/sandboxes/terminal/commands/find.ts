@@ -1,7 +1,8 @@
 /**
  * find [path...] [expression]: tests -name -iname -path -ipath -type -empty -size, operators
  * ! -not -a -and -o -or ( ), options -maxdepth -mindepth, actions -print -delete. Directory
- * entries are visited in sorted order so output is deterministic.
+ * entries are visited in sorted order so output is deterministic. Every entry visited, every
+ * expression node evaluated and every glob comparison is charged to the work budget.
  */
 import { compileGlob, matchGlob } from "../glob.js";
 import { errorText, quote, resolvePath, type CommandContext, type CommandSpec } from "../context.js";
@@ -205,9 +206,10 @@ function find(ctx: CommandContext): number {
   };
 
   const evaluate = (e: Expr, v: Visit): boolean => {
+    ctx.budget.charge(1);
     switch (e.t) {
       case "name":
-        return matchGlob(e.glob, e.whole ? v.display : baseName(v.display), { caseInsensitive: e.icase });
+        return matchGlob(e.glob, e.whole ? v.display : baseName(v.display), { caseInsensitive: e.icase, meter: ctx.budget });
       case "type":
         return e.types.includes(v.type === "dir" ? "d" : "f");
       case "empty":
@@ -247,13 +249,14 @@ function find(ctx: CommandContext): number {
     }
     for (const name of names) {
       const abs = v.abs === "/" ? `/${name}` : `${v.abs}/${name}`;
+      let st: { type: "file" | "dir"; size: number };
       try {
-        const st = ctx.fs.stat(abs);
-        const display = v.display.endsWith("/") ? v.display + name : `${v.display}/${name}`;
-        walk({ display, abs, type: st.type, size: st.size }, depth + 1);
+        st = ctx.fs.stat(abs);
       } catch {
-        // Entry vanished or became invisible between readdir and stat: skip it.
+        continue; // Entry vanished or became invisible between readdir and stat: skip it.
       }
+      const display = v.display.endsWith("/") ? v.display + name : `${v.display}/${name}`;
+      walk({ display, abs, type: st.type, size: st.size }, depth + 1);
     }
   };
 

@@ -1,10 +1,11 @@
 /**
  * grep: BRE by default, -E extended, -F fixed strings; -i -v -c -n -l -L -o -w -x -h -H -q -s
  * -r/-R (with --include/--exclude), -e/-f, -m, and context (-A -B -C). Exit status 0 when a line
- * was selected, 1 when none, 2 on error (GNU semantics, including "-q wins over errors").
+ * was selected, 1 when none, 2 on error (GNU semantics, including "-q wins over errors"). Reading,
+ * matching (the regex VM) and the -r walk are charged to the command line's work budget.
  */
-import { matchGlob } from "../glob.js";
-import { compilePatterns, RegexSyntaxError, type CompiledPattern } from "../regex.js";
+import { compileGlob, matchGlob } from "../glob.js";
+import { compilePatterns, RegexSyntaxError, RegexTooBigError, type CompiledPattern } from "../regex.js";
 import {
   errorText,
   parseOptions,
@@ -73,14 +74,14 @@ function grep(ctx: CommandContext): number {
   const operands = [...opts.operands];
   let patterns: string[] = [];
   if (opts.has("e") || opts.has("f")) {
-    for (const p of opts.all("e")) patterns.push(...p.split("\n"));
+    for (const p of opts.all("e")) patterns = patterns.concat(p.split("\n"));
     for (const file of opts.all("f")) {
       const r = readOperand(ctx, file);
       if (!r.ok) {
         ctx.stderr.write(`grep: ${file}: ${errorText(r.error)}\n`);
         return 2;
       }
-      patterns.push(...splitLines(r.text));
+      patterns = patterns.concat(splitLines(r.text, ctx.budget));
     }
   } else {
     const first = operands.shift();
@@ -108,14 +109,17 @@ function grep(ctx: CommandContext): number {
 
   let matcher: CompiledPattern;
   try {
-    matcher = compilePatterns(patterns, {
+    const options = {
       extended: opts.has("E"),
       fixed: opts.has("F"),
       ignoreCase: opts.has("i") || opts.has("y"),
       wordMatch: opts.has("w"),
       lineMatch: opts.has("x"),
-    });
+    };
+    matcher = compilePatterns(patterns, options, ctx.budget);
   } catch (error) {
+    // Too big for the sandbox (GNU grep might accept it): a limit of the sandbox, not a mistake in the pattern.
+    if (error instanceof RegexTooBigError) ctx.budget.refuse("maxRegexSize", error.message);
     if (!(error instanceof RegexSyntaxError)) throw error;
     ctx.stderr.write(`grep: ${error.message}\n`);
     return 2;
@@ -125,9 +129,9 @@ function grep(ctx: CommandContext): number {
   const recursive = opts.has("r") || opts.has("R");
   const implicitDot = operands.length === 0 && recursive;
   const files = operands.length > 0 ? operands : [recursive ? "." : "-"];
-  const includes = opts.all("include");
-  const excludes = opts.all("exclude");
-  const excludeDirs = opts.all("exclude-dir");
+  const includes = opts.all("include").map(compileGlob);
+  const excludes = opts.all("exclude").map(compileGlob);
+  const excludeDirs = opts.all("exclude-dir").map(compileGlob);
   let sawDirectory = false;
   const inputs: Array<() => Input | null> = [];
   for (const op of files) {
@@ -157,18 +161,21 @@ function grep(ctx: CommandContext): number {
     }
     sawDirectory = true;
     const prefix = abs === "/" ? "/" : `${abs}/`;
+    const glob = (pattern: ReturnType<typeof compileGlob>, name: string): boolean => matchGlob(pattern, name, { meter: ctx.budget });
     for (const path of ctx.fs.walk(abs)) {
       const rel = path.slice(prefix.length);
       const parts = rel.split("/");
-      if (excludeDirs.some((g) => parts.slice(0, -1).some((p) => matchGlob(g, p)))) continue;
+      if (excludeDirs.some((g) => parts.slice(0, -1).some((p) => glob(g, p)))) continue;
       const base = parts[parts.length - 1];
-      if (includes.length > 0 && !includes.some((g) => matchGlob(g, base))) continue;
-      if (excludes.some((g) => matchGlob(g, base))) continue;
+      if (includes.length > 0 && !includes.some((g) => glob(g, base))) continue;
+      if (excludes.some((g) => glob(g, base))) continue;
       const name = implicitDot ? rel : op.endsWith("/") ? op + rel : `${op}/${rel}`;
       inputs.push(() => {
         try {
           if (ctx.fs.stat(path).type !== "file") return null;
-          return { name, text: ctx.fs.readFile(path) };
+          const text = ctx.fs.readFile(path);
+          ctx.budget.charge(text.length);
+          return { name, text };
         } catch (error) {
           fail(`${name}: ${errorText(error)}`);
           return null;
@@ -193,7 +200,7 @@ function grep(ctx: CommandContext): number {
   for (const load of inputs) {
     const input = load();
     if (!input) continue;
-    const lines = splitLines(input.text);
+    const lines = splitLines(input.text, ctx.budget);
     let count = 0;
     let lastPrinted = -1;
     let afterLeft = 0;

@@ -1,11 +1,13 @@
 /**
  * Text filters: head, tail, wc, sort, uniq, cut. They read files or stdin and follow GNU
  * coreutils output formats; sorting uses C-locale (code unit) order so results never depend on
- * the host locale.
+ * the host locale. Reading is charged to the work budget by readOperand; what grows faster than
+ * the input (sort's comparisons, cut's output delimiters) is charged where it happens.
  */
 import {
   errorCode,
   errorText,
+  FLUSH_CHARS,
   parseOptions,
   quote,
   quoteIfNeeded,
@@ -17,6 +19,7 @@ import {
   type CommandContext,
   type CommandSpec,
 } from "../context.js";
+import { SORT_COMPARISON_COST } from "../limits.js";
 
 const SUFFIXES: Record<string, number> = {
   "": 1,
@@ -47,8 +50,7 @@ function rewriteObsoleteCount(args: string[], allowPlus: boolean): string[] {
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--") {
-      out.push(...args.slice(i));
-      break;
+      return out.concat(args.slice(i));
     }
     // A number right after -n/-c is that option's argument ("head -n -3"), not a count option.
     const takesValue = i > 0 && /^(-[nc]|--lines|--bytes)$/.test(args[i - 1]);
@@ -110,7 +112,7 @@ function headTail(ctx: CommandContext, isTail: boolean): number {
       ctx.stdout.write(slice.toString("utf8"));
       continue;
     }
-    const lines = splitLinesKeep(r.text);
+    const lines = splitLinesKeep(r.text, ctx.budget);
     let selected: string[];
     if (isTail) selected = count.sign === "+" ? lines.slice(Math.max(0, count.n - 1)) : count.n === 0 ? [] : lines.slice(-count.n);
     else selected = count.sign === "-" ? lines.slice(0, Math.max(0, lines.length - count.n)) : lines.slice(0, count.n);
@@ -268,6 +270,12 @@ function parseNumber(text: string, human: boolean): number {
   return value * 1024 ** ("KMGTPE".indexOf(m[2]) + 1);
 }
 
+/** A line with its sort keys extracted (numbers for numeric keys, upper case for -f). */
+interface Decorated {
+  line: string;
+  keys: Array<string | number>;
+}
+
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -360,41 +368,51 @@ function sort(ctx: CommandContext): number {
       );
       return 2;
     }
-    lines.push(...splitLines(r.text));
+    for (const line of splitLines(r.text, ctx.budget)) lines.push(line);
   }
 
-  const compareKeys = (a: string, b: string): number => {
-    for (const key of keys) {
-      const ka = wholeLine && !key.blanks ? a : extractKey(a, key, sep);
-      const kb = wholeLine && !key.blanks ? b : extractKey(b, key, sep);
+  // Keys are extracted once per line (not once per comparison), then compared n·log n times.
+  const extracted = keys.some((key) => !wholeLine || key.blanks);
+  const comparisons = lines.length * Math.ceil(Math.log2(lines.length + 1));
+  ctx.budget.charge(comparisons * SORT_COMPARISON_COST + (extracted ? keys.length * lines.reduce((sum, l) => sum + l.length, 0) : 0));
+  const decorate = (line: string): Decorated => ({
+    line,
+    keys: keys.map((key) => {
+      const text = wholeLine && !key.blanks ? line : extractKey(line, key, sep);
+      return key.numeric ? parseNumber(text, key.human) : key.fold ? text.toUpperCase() : text;
+    }),
+  });
+  const compareKeys = (a: Decorated, b: Decorated): number => {
+    for (let k = 0; k < keys.length; k++) {
+      const x = a.keys[k];
+      const y = b.keys[k];
       let c: number;
-      if (key.numeric) {
-        const d = parseNumber(ka, key.human) - parseNumber(kb, key.human);
+      if (typeof x === "number") {
+        const d = x - (y as number);
         c = d < 0 ? -1 : d > 0 ? 1 : 0;
-      } else if (key.fold) {
-        c = compareText(ka.toUpperCase(), kb.toUpperCase());
       } else {
-        c = compareText(ka, kb);
+        c = compareText(x, y as string);
       }
-      if (key.reverse) c = -c;
+      if (keys[k].reverse) c = -c;
       if (c !== 0) return c;
     }
     return 0;
   };
   const lastResort = !opts.has("s") && !opts.has("u");
-  const compare = (a: string, b: string): number => {
+  const compare = (a: Decorated, b: Decorated): number => {
     let c = compareKeys(a, b);
     if (wholeLine && global.reverse) c = -c;
     if (c === 0 && lastResort) {
-      c = compareText(a, b);
+      c = compareText(a.line, b.line);
       if (global.reverse) c = -c;
     }
     return c;
   };
+  const decorated = lines.map(decorate);
 
   if (opts.has("c")) {
-    for (let i = 1; i < lines.length; i++) {
-      const c = compare(lines[i - 1], lines[i]);
+    for (let i = 1; i < decorated.length; i++) {
+      const c = compare(decorated[i - 1], decorated[i]);
       if (c > 0 || (c === 0 && opts.has("u"))) {
         ctx.stderr.write(`sort: ${opts.operands[0] ?? "-"}:${i + 1}: disorder: ${lines[i]}\n`);
         return 1;
@@ -403,15 +421,15 @@ function sort(ctx: CommandContext): number {
     return 0;
   }
 
-  const sorted = [...lines].sort(compare);
+  const sorted = decorated.sort(compare);
   let output = sorted;
   if (opts.has("u")) {
     output = [];
-    for (const line of sorted) {
-      if (output.length === 0 || compare(output[output.length - 1], line) !== 0) output.push(line);
+    for (const entry of sorted) {
+      if (output.length === 0 || compare(output[output.length - 1], entry) !== 0) output.push(entry);
     }
   }
-  const text = output.map((l) => `${l}\n`).join("");
+  const text = output.map((entry) => `${entry.line}\n`).join("");
   const outFile = opts.last("o");
   if (outFile !== undefined) {
     try {
@@ -466,7 +484,8 @@ function uniq(ctx: CommandContext): number {
   }
   const keyOf = (line: string): string => {
     let i = 0;
-    for (let f = 0; f < (skipFields as number); f++) {
+    // Stops at the end of the line: a huge -f must not loop once there is nothing left to skip.
+    for (let f = 0; f < (skipFields as number) && i < line.length; f++) {
       while (i < line.length && BLANK.test(line[i])) i += 1;
       while (i < line.length && !BLANK.test(line[i])) i += 1;
     }
@@ -474,7 +493,7 @@ function uniq(ctx: CommandContext): number {
     if ((checkChars as number) >= 0) key = key.slice(0, checkChars as number);
     return opts.has("i") ? key.toLowerCase() : key;
   };
-  const lines = splitLines(r.text);
+  const lines = splitLines(r.text, ctx.budget);
   let out = "";
   for (let i = 0; i < lines.length; ) {
     const key = keyOf(lines[i]);
@@ -504,6 +523,30 @@ function uniq(ctx: CommandContext): number {
 // ----------------------------------------------------------------------------------------- cut
 
 type Range = [number, number];
+
+/**
+ * A membership test for positions in a list of ranges (or outside them, for --complement): the ranges
+ * are merged and bisected, so a long list costs log(ranges) per position, not ranges.
+ */
+function rangeSelector(ranges: Range[], complement: boolean): (position: number) => boolean {
+  const merged: Range[] = [];
+  for (const [lo, hi] of [...ranges].sort((a, b) => a[0] - b[0])) {
+    const last = merged[merged.length - 1];
+    if (last && lo <= last[1] + 1) last[1] = Math.max(last[1], hi);
+    else merged.push([lo, hi]);
+  }
+  return (position) => {
+    let lo = 0;
+    let hi = merged.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (position < merged[mid][0]) hi = mid - 1;
+      else if (position > merged[mid][1]) lo = mid + 1;
+      else return !complement;
+    }
+    return complement;
+  };
+}
 
 function parseList(ctx: CommandContext, list: string, fields: boolean): Range[] | number {
   const ranges: Range[] = [];
@@ -549,11 +592,15 @@ function cut(ctx: CommandContext): number {
   const outDelim = opts.last("O") ?? (kind === "f" ? delim : "");
   const ranges = parseList(ctx, opts.last(kind)!, kind === "f");
   if (typeof ranges === "number") return ranges;
-  const complement = opts.has("C");
-  const selected = (i: number): boolean => ranges.some(([lo, hi]) => i >= lo && i <= hi) !== complement;
+  const selected = rangeSelector(ranges, opts.has("C"));
+  // Output delimiters are charged before a line is joined: a long one between many fields could
+  // otherwise build a string far larger than the input.
+  const join = (pieces: string[]): string => {
+    ctx.budget.charge(pieces.length * (outDelim.length + 1));
+    return pieces.join(outDelim);
+  };
 
   let status = 0;
-  let out = "";
   for (const op of opts.operands.length > 0 ? opts.operands : ["-"]) {
     const r = readOperand(ctx, op);
     if (!r.ok) {
@@ -561,24 +608,33 @@ function cut(ctx: CommandContext): number {
       status = 1;
       continue;
     }
-    for (const line of splitLines(r.text)) {
+    let out = "";
+    for (const line of splitLines(r.text, ctx.budget)) {
       if (kind === "f") {
         if (!line.includes(delim)) {
           if (!opts.has("s")) out += `${line}\n`;
           continue;
         }
-        const parts = line.split(delim);
-        out += `${parts.filter((_, i) => selected(i + 1)).join(outDelim)}\n`;
+        const fields = line.split(delim);
+        ctx.budget.charge(fields.length);
+        out += `${join(fields.filter((_, i) => selected(i + 1)))}\n`;
       } else if (kind === "c") {
-        out += `${Array.from(line).filter((_, i) => selected(i + 1)).join(outDelim)}\n`;
+        const chars = Array.from(line);
+        ctx.budget.charge(chars.length);
+        out += `${join(chars.filter((_, i) => selected(i + 1)))}\n`;
       } else {
         const bytes = Buffer.from(line, "utf8");
+        ctx.budget.charge(bytes.length);
         const kept = bytes.filter((_, i) => selected(i + 1));
         out += `${Buffer.from(kept).toString("utf8")}\n`;
       }
+      if (out.length >= FLUSH_CHARS) {
+        ctx.stdout.write(out);
+        out = "";
+      }
     }
+    ctx.stdout.write(out);
   }
-  ctx.stdout.write(out);
   return status;
 }
 
