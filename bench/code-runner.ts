@@ -2,7 +2,9 @@
  * Latency of the code sandbox as an agent feels it: `run_tests` on a typical code-repair task (medium:
  * three modules, ~30 visible tests), timed one call at a time (p50/p99), through the whole step (tool
  * middleware, QuickJS run in the worker, rendering). For comparison, the bare sandbox run of the same
- * files, and a run that hits the infinite-loop budget. Part of `npm run bench` (bench/run.ts).
+ * files, and runs that hit the instruction budget: a function looping forever, and a test looping over a
+ * huge sparse array inside a built-in (metered, so it ends at the same budget, not at the wall-clock
+ * backstop). Part of `npm run bench` (bench/run.ts).
  */
 import type { Action, StepResult } from "../src/core/contract.js";
 import { CodeRepair } from "../src/envs/code-repair/env.js";
@@ -24,8 +26,16 @@ export interface CodeRunnerLatency {
   sandbox_run: CodeRunnerStats;
   /** run_tests when one function loops forever (its tests end at the instruction budget). */
   infinite_loop_step: CodeRunnerStats;
+  /** run_tests when a test calls a built-in over a huge sparse array in a loop (it ends at the instruction budget). */
+  native_loop_step: CodeRunnerStats;
   tests_per_run: number;
 }
+
+const NATIVE_LOOP: Action = {
+  type: "tool_call",
+  tool: "write_file",
+  args: { path: "test/zz_native_loop.test.js", content: `test("native loop", () => { const a = []; a.length = 2 ** 24 - 1; for (;;) a.indexOf(2); });\n` },
+};
 
 function stats(samplesNs: number[]): CodeRunnerStats {
   const { p50, p99, samples } = p50p99(samplesNs, 1e6, 2);
@@ -42,6 +52,7 @@ export async function codeRunnerLatency(options: { difficulty?: string; samples?
   const step: number[] = [];
   const raw: number[] = [];
   const loops: number[] = [];
+  const nativeLoops: number[] = [];
   let tests = 0;
   const runTests: Action = { type: "tool_call", tool: "run_tests", args: { file: null } };
   for (const [i, id] of ids.entries()) {
@@ -65,8 +76,21 @@ export async function codeRunnerLatency(options: { difficulty?: string; samples?
     const [ns] = await timeOnce(() => env.step(runTests));
     loops.push(ns);
   }
+  for (const [i, id] of ids.slice(0, options.loops ?? 20).entries()) {
+    await env.reset(id, i);
+    await env.step(NATIVE_LOOP);
+    const [ns] = await timeOnce(() => env.step(runTests));
+    nativeLoops.push(ns);
+  }
   await env.close();
-  return { difficulty, run_tests_step: stats(step), sandbox_run: stats(raw), infinite_loop_step: stats(loops), tests_per_run: Math.round(tests / step.length) };
+  return {
+    difficulty,
+    run_tests_step: stats(step),
+    sandbox_run: stats(raw),
+    infinite_loop_step: stats(loops),
+    native_loop_step: stats(nativeLoops),
+    tests_per_run: Math.round(tests / step.length),
+  };
 }
 
 // `tsx bench/code-runner.ts` prints the figures.

@@ -8,9 +8,14 @@
  * `process`, no file system, no network, no timers, no `import()`.
  *
  * Determinism. The same request gives the same result on every run and machine:
- * - time limits are instruction budgets, not deadlines: QuickJS calls an interrupt handler periodically
- *   while it runs and the handler counts the calls (a generous wall-clock backstop exists only for
- *   pathological cases and reports `timeout` as well);
+ * - time limits are instruction budgets, not deadlines: QuickJS calls an interrupt handler once every
+ *   10,000 branches and calls of bytecode, and the handler counts the calls ("ticks");
+ * - built-ins run their loops natively, without polling, so every built-in whose work grows with an input
+ *   the heap does not bound (the length of a sparse array or an array-like, a string search, a sort)
+ *   first pays for that work in ticks, and no single call may take more than 2^24 steps (a catchable
+ *   RangeError); see "metered built-ins" in the prelude;
+ * - a generous wall-clock backstop ends only what ticks cannot see (work inside one bytecode operation or
+ *   built-in call on a large, heap-bounded input) and reports `timeout` as well;
  * - `Date.now()` / `new Date()` read the request's virtual time, every local-time method of Date is its
  *   UTC twin (the host's time zone never leaks in), and `Math.random` is a seeded stream;
  * - memory and stack are capped by QuickJS itself (setMemoryLimit, setMaxStackSize).
@@ -18,8 +23,9 @@
  * Isolation. The interpreter runs in a worker thread with a large native stack: deeply recursive code
  * (parser nesting, JSON, proxies) hits QuickJS's own stack limit long before the thread's, so it ends as
  * a catchable "stack overflow" instead of a host RangeError. If anything still goes wrong (a native loop
- * that never polls the interrupt handler, a crash of the interpreter) the host terminates the worker,
- * answers the run with `timeout` or `error`, and starts a fresh worker for the next run. The WebAssembly
+ * that stops polling the interrupt handler, code that catches an interrupt a built-in rethrew as an
+ * ordinary error, a crash of the interpreter) the host terminates the worker, answers the run with
+ * `timeout` or `error` (and the tests reported so far), and starts a fresh worker for the next run. The WebAssembly
  * module is loaded once per worker; every run gets a fresh runtime and context, so nothing leaks between
  * runs.
  */
@@ -34,7 +40,7 @@ export type TestStatus = "passed" | "failed" | "timeout" | "memory";
 
 /** Resource limits of one run. Budgets count interrupt-handler calls ("ticks"), which is deterministic. */
 export interface CodeRunLimits {
-  /** Ticks one phase may use: loading one entry file, or running one test. QuickJS polls roughly every 10,000 bytecode operations. */
+  /** Ticks one phase may use: loading one entry file, or running one test. QuickJS polls once every 10,000 branches and calls. */
   phaseTicks: number;
   /** Ticks the whole run may use; tests left when it is spent are reported as `timeout` without running. */
   totalTicks: number;
@@ -55,6 +61,13 @@ export const DEFAULT_CODE_RUN_LIMITS: Readonly<CodeRunLimits> = Object.freeze({
   memoryBytes: 32 * 1024 * 1024,
   stackBytes: 256 * 1024,
   maxOutputChars: 64 * 1024,
+  // The backstop is the one limit that depends on the machine, so it must never end a run the budget
+  // allows. A run that spends all 6,000 ticks takes 0.5 s in the tightest loop and ~3 s in loops that
+  // carry more bytecode per branch (metered built-ins cost no more per tick), on an idle machine; a loaded
+  // 2-core machine is several times slower. What only the backstop ends is work the ticks do not see, and
+  // that work is bounded by the heap: a single bytecode operation or built-in call on a large input
+  // (spreading a huge sparse array, converting a huge BigInt) or long straight-line code in a loop. So it
+  // stays at 10 s: lower, a legitimate run on a loaded machine could end differently from run to run.
   wallClockMs: 10_000,
 });
 
@@ -153,10 +166,12 @@ export function normalizeRequest(request: CodeRunRequest): Required<Omit<CodeRun
 // ---- the in-sandbox prelude ----------------------------------------------------------------------------
 
 /**
- * JavaScript evaluated first in every fresh context; its completion value is `setup(print, nowMs, seed)`.
- * It captures every intrinsic it needs before any project code runs and keeps its state in closures and
- * null-prototype objects, so project code that patches globals or prototypes (Object.prototype setters,
- * Array.prototype iterators, Function.prototype.call, Symbol.hasInstance, JSON) cannot forge a result.
+ * JavaScript evaluated first in every fresh context; its completion value is `setup(print, nowMs, seed,
+ * maxOutput, memoryBytes)`, which installs the virtual clock, the seeded Math.random and the metered
+ * built-ins and returns the harness. It captures every intrinsic it needs before any project code runs and
+ * keeps its state in closures and null-prototype objects, so project code that patches globals or
+ * prototypes (Object.prototype setters, Array.prototype iterators, Function.prototype.call,
+ * Symbol.hasInstance, JSON) cannot forge a result or reach a built-in around its meter.
  */
 export const PRELUDE = String.raw`(function () {
   "use strict";
@@ -167,7 +182,7 @@ export const PRELUDE = String.raw`(function () {
   var Str = String, Num = Number, ErrorC = Error, TypeErrorC = TypeError, RangeErrorC = RangeError;
   var SyntaxErrorC = SyntaxError, InternalErrorC = typeof InternalError === "function" ? InternalError : ErrorC;
   var hasInstance = Function.prototype[Symbol.hasInstance];
-  var jsonStringify = JSON.stringify, jsonParse = JSON.parse;
+  var jsonStringify = JSON.stringify;
   var then = Promise.prototype.then;
   var sSlice = String.prototype.slice, sIndexOf = String.prototype.indexOf, sLastIndexOf = String.prototype.lastIndexOf;
   var sSplit = String.prototype.split, sPadStart = String.prototype.padStart, rExec = RegExp.prototype.exec, rTest = RegExp.prototype.test;
@@ -270,7 +285,7 @@ export const PRELUDE = String.raw`(function () {
         else t = Num(a0);
       } else {
         var args = [], i;
-        for (i = 0; i < n && i < 7; i++) defProp(args, i, { value: Num(arguments[i]), writable: true, enumerable: true, configurable: true });
+        for (i = 0; i < n && i < 7; i++) defineElement(args, i, Num(arguments[i]));
         t = apply(UTC, undefined, args);
       }
       var d = new RealDate(t);
@@ -308,8 +323,416 @@ export const PRELUDE = String.raw`(function () {
     };
   }
 
-  return function setup(print, nowMs, seed, maxOutput) {
+  // ---- metered built-ins ----
+  // QuickJS polls the interrupt handler from bytecode (branches and calls), never inside a built-in's own
+  // loop: "a[4e9] = 1; a.indexOf(2)" would visit four billion holes on one tick, out of reach of any
+  // instruction budget, and a loop that calls a built-in scanning a large input gets each scan almost free.
+  // So every built-in whose work grows with an input the heap cap does not bound (the length of a sparse
+  // array or an array-like, a product of string lengths, n log n, a count of items to skip) is replaced by a
+  // wrapper that pays for the work first, in bytecode the budget counts: one iteration of an empty loop per
+  // step (an element or a string position the built-in may visit). A call that would take more than
+  // MAX_STEPS steps throws a RangeError before it starts. A metered call that returns a string also pays for
+  // its characters, and one that runs out of memory pays for the heap it filled, so a loop that catches the
+  // error and retries gets no work for free. Built-ins that call sandboxed code for every element they
+  // visit (iterators in for-of, comparators, replacer functions) are polled through those calls.
+  // A wrapper has the name, length, property attributes and source text of the built-in it replaces, and
+  // the built-ins stay in this closure: sandboxed code can replace a wrapper, never call around it.
+
+  // A step is one iteration of an empty for loop: two of the 10,000 branches that make a tick, so a tick buys
+  // 5,000 steps. It takes about as long as a built-in takes to visit one hole of a sparse array, or to copy
+  // or compare CHARS_PER_STEP characters.
+  // MAX_STEPS, 2^24, is more elements than a 32 MiB heap holds densely (8-byte values), so only sparse
+  // arrays, array-likes and byte arrays reach it, and more steps than a test's default budget (1,000 ticks,
+  // 5 million steps) pays for anyway.
+  var MAX_STEPS = 16777216;
+  var CHARS_PER_STEP = 8;
+  var MAX_LENGTH = 9007199254740991;
+  var RealProxy = Proxy, bind = Function.prototype.bind, fnToString = Function.prototype.toString;
+  var gOPD = O.getOwnPropertyDescriptor, reflectGet = Reflect.get, reflectSet = Reflect.set, construct = Reflect.construct;
+  var setHas = WeakSet.prototype.has, setAdd = WeakSet.prototype.add, mapGet = WeakMap.prototype.get, mapSet = WeakMap.prototype.set;
+  var proxies = new WeakSet(), originals = new WeakMap();
+  var AP = Array.prototype, SP = String.prototype, TA = getProto(Uint8Array), TAP = TA.prototype, IP = Iterator.prototype;
+  var typedLength = gOPD(TAP, "length").get, regexpSource = gOPD(RegExp.prototype, "source").get;
+  var nativeFlatMap = AP.flatMap, iteratorMap = IP.map;
+  var symMatch = Symbol.match, symSplit = Symbol.split, symReplace = Symbol.replace, symIterator = Symbol.iterator;
+  var symSpreadable = Symbol.isConcatSpreadable;
+  var oomSteps = 0, meteredParse;
+
+  function isProxy(v) { return apply(setHas, proxies, [v]); }
+  function isObject(v) { return v !== null && (typeof v === "object" || typeof v === "function"); }
+  function text(v) {
+    if (typeof v === "symbol") throw new TypeErrorC("cannot convert symbol to string");
+    return typeof v === "string" ? v : Str(v);
+  }
+  function toLength(v) { var n = +v; if (!(n > 0)) return 0; n = floor(n); return n > MAX_LENGTH ? MAX_LENGTH : n; }
+  function toIntegerOrInfinity(v) { var n = +v; if (n !== n || n === 0) return 0; return n < 0 ? -floor(-n) : floor(n); }
+  function isOom(e) {
+    try { return isInstance(InternalErrorC, e) && e.message === "out of memory"; } catch (x) { return false; }
+  }
+
+  function burn(steps) { for (var i = 0; i < steps; i++) {} }
+  function refuse(name, steps) {
+    if (steps > MAX_STEPS) throw new RangeErrorC(name + ": " + steps + " steps (elements or string positions to visit) are more than one built-in call may take in the sandbox (" + MAX_STEPS + ")");
+  }
+  function pay(name, steps) { refuse(name, steps); burn(steps); }
+  /** Call a built-in: a string result pays for its characters, running out of memory for the heap it filled. */
+  function run(native, self, args) {
+    var result;
+    try { result = apply(native, self, args); } catch (e) { if (isOom(e)) burn(oomSteps); throw e; }
+    if (typeof result === "string") burn(floor(result.length / CHARS_PER_STEP));
+    return result;
+  }
+
+  /** The length a built-in reads from object o, if reading it runs no sandboxed code (getter, trap, valueOf); else -1. */
+  function pureLength(o) {
+    if (isProxy(o)) return -1;
+    if (isArray(o)) return o.length;
+    for (var p = o; p !== null; p = getProto(p)) {
+      if (isProxy(p)) return -1;
+      var d = gOPD(p, "length");
+      if (d === undefined) continue;
+      if (!apply(hasOwn, d, ["value"])) return d.get === typedLength ? typedLengthOf(o) : -1;
+      var v = d.value, t = typeof v;
+      if (isObject(v)) return -1;
+      return t === "symbol" || t === "bigint" ? 0 : toLength(v);
+    }
+    return 0;
+  }
+  function typedLengthOf(o) { try { return apply(typedLength, o, []); } catch (e) { return -1; } }
+  /** Whether o has an iterator method, if looking it up runs no sandboxed code; else null. */
+  function pureIterable(o) {
+    for (var p = o; p !== null; p = getProto(p)) {
+      if (isProxy(p)) return null;
+      var d = gOPD(p, symIterator);
+      if (d === undefined) continue;
+      return apply(hasOwn, d, ["value"]) ? d.value !== undefined && d.value !== null : null;
+    }
+    return false;
+  }
+
+  /**
+   * A stand-in for o, to run a built-in on when reading o's length runs sandboxed code: every length the
+   * built-in reads goes through the view, which reads it from o, pays for it if it is more than was paid
+   * for already, and hands the same value on. So the length paid for is the length used. Everything else
+   * reaches o, with o as the receiver.
+   */
+  function payingView(name, o, steps, args) {
+    var handler = create(null), view, paid = 0;
+    handler.get = function (t, key, receiver) {
+      var value = reflectGet(t, key, receiver === view ? o : receiver);
+      if (key !== "length") return value;
+      var len = toLength(value);
+      if (len > paid) { pay(name, steps(len, args) - steps(paid, args)); paid = len; }
+      return len;
+    };
+    handler.set = function (t, key, value, receiver) { return reflectSet(t, key, value, receiver === view ? o : receiver); };
+    view = new RealProxy(o, handler);
+    return view;
+  }
+  /** The callback to give a built-in running on view (or on o itself when view is null): fn, seeing o, never the view. */
+  function unviewed(fn, view, o) {
+    if (view === null || typeof fn !== "function") return fn;
+    return function () {
+      for (var i = 0; i < arguments.length; i++) if (arguments[i] === view) arguments[i] = o;
+      return apply(fn, this, arguments);
+    };
+  }
+  /** flatMap's callback: unviewed, and an array it returns is paid for before the built-in spreads it. */
+  function flattening(fn, view, o, name) {
+    var f = unviewed(fn, view, o);
+    if (typeof f !== "function") return f;
+    return function () {
+      var r = apply(f, this, arguments);
+      if (isProxy(r)) return payingView(name, r, perElement, []);
+      if (isArray(r)) pay(name, r.length);
+      return r;
+    };
+  }
+
+  function perElement(len) { return len; }
+  function perElementAndItem(len, args) { return len + args.length; }
+  function searching(len, args) { var v = args[0]; return typeof v === "string" ? len * (1 + floor(v.length / CHARS_PER_STEP)) : len; }
+  function sorting(len) { var bits = 1; for (var n = len; n > 1; n = floor(n / 2)) bits++; return len * bits; }
+  /** A naive string search: every position, each compared for up to the length of the searched string. */
+  function searchSteps(n, m) { return m > n ? 0 : (n - m + 1) * (1 + floor(m / CHARS_PER_STEP)); }
+
+  /** Put wrapper in place of owner[key], with the name, length, attributes and source text of the built-in there. */
+  function replaceBuiltin(owner, key, wrapper) {
+    var d = gOPD(owner, key), native = d.value;
+    defProp(wrapper, "name", { value: native.name, configurable: true });
+    defProp(wrapper, "length", { value: native.length, configurable: true });
+    apply(mapSet, originals, [wrapper, native]);
+    d.value = wrapper;
+    defProp(owner, key, d);
+  }
+  /** A method named key (no prototype, not a constructor, like a built-in method) that runs body(this, arguments). */
+  function method(key, body) {
+    var holder = { [key]() { return body(this, arguments); } };
+    return holder[key];
+  }
+
+  /** Array.prototype[key], paying steps(length, arguments) before it runs; adapt prepares its callback. */
+  function meterArrayMethod(key, steps, adapt) {
+    var native = AP[key], name = "Array.prototype." + key;
+    replaceBuiltin(AP, key, method(key, function (self, args) {
+      if (self === null || self === undefined) return apply(native, self, args);
+      var o = O(self), len = pureLength(o), view = null;
+      if (len >= 0) pay(name, steps(len, args));
+      else view = payingView(name, o, steps, args);
+      if (adapt && args.length > 0) args[0] = adapt(args[0], view, o, name);
+      var result = run(native, view === null ? self : view, args);
+      return result === view ? o : result;
+    }));
+  }
+  /** Array.prototype[key] in bytecode: concat and flat read other arrays' lengths as they go, after sandboxed code ran. */
+  function rewriteArrayMethod(key, body) {
+    var native = AP[key], name = "Array.prototype." + key;
+    replaceBuiltin(AP, key, method(key, function (self, args) {
+      if (self === null || self === undefined) return apply(native, self, args);
+      return body(name, O(self), args);
+    }));
+  }
+  // A null-prototype descriptor: sandboxed code that adds "get" or "value" to Object.prototype cannot change it.
+  var element = create(null);
+  element.writable = element.enumerable = element.configurable = true;
+  /** CreateDataPropertyOrThrow(a, index, value), without Array.prototype setters or Object.prototype descriptor fields. */
+  function defineElement(a, index, value) {
+    if (index >= MAX_LENGTH) throw new TypeErrorC("the array would be longer than 2^53 - 1 elements");
+    element.value = value;
+    defProp(a, index, element);
+    element.value = undefined;
+  }
+  /** ArraySpeciesCreate(o, 0): the built-in flatMap does it, run on a view of o without elements. */
+  function speciesCreate(o) {
+    var handler = create(null), view;
+    handler.get = function (t, key) { return key === "length" ? 0 : reflectGet(t, key, o); };
+    view = new RealProxy(o, handler);
+    return apply(nativeFlatMap, view, [function () {}]);
+  }
+  function isSpreadable(e) {
+    if (!isObject(e)) return false;
+    var s = e[symSpreadable];
+    return s !== undefined ? !!s : isArray(e);
+  }
+  function concat(name, o, args) {
+    var a = speciesCreate(o), n = 0;
+    for (var i = -1; i < args.length; i++) {
+      var e = i < 0 ? o : args[i];
+      if (!isSpreadable(e)) { defineElement(a, n++, e); continue; }
+      var len = toLength(e.length);
+      refuse(name, len);
+      for (var k = 0; k < len; k++, n++) if (k in e) defineElement(a, n, e[k]);
+    }
+    a.length = n;
+    return a;
+  }
+  function flat(name, o, args) {
+    var len = toLength(o.length), depth = args.length > 0 && args[0] !== undefined ? toIntegerOrInfinity(args[0]) : 1;
+    var a = speciesCreate(o);
+    flattenInto(name, a, o, len, 0, depth);
+    return a;
+  }
+  function flattenInto(name, a, source, len, start, depth) {
+    refuse(name, len);
+    var n = start;
+    for (var k = 0; k < len; k++) {
+      if (!(k in source)) continue;
+      var e = source[k];
+      if (depth > 0 && isArray(e)) n = flattenInto(name, a, e, toLength(e.length), n, depth - 1);
+      else defineElement(a, n++, e);
+    }
+    return n;
+  }
+
+  /** %TypedArray%.prototype[key], paying steps(length, arguments): a typed array's length is never sandboxed code. */
+  function meterTypedMethod(key, steps) {
+    var native = TAP[key], name = "TypedArray.prototype." + key;
+    replaceBuiltin(TAP, key, method(key, function (self, args) {
+      var len = typedLengthOf(self);
+      pay(name, steps(len < 0 ? 0 : len, args));
+      return run(native, self, args);
+    }));
+  }
+  /**
+   * The source to hand Array.from, %TypedArray%.from or a typed array constructor, paid for: an array-like by
+   * its length, and so is a real array, whose built-in iterator they drive without polling. Other iterables
+   * (Map, Set, strings) hold what they yield, so the heap bounds them.
+   */
+  function paidSource(name, source) {
+    if (!isObject(source)) return source;
+    var iterable = pureIterable(source), len = pureLength(source);
+    if (iterable === true && !isArray(source)) return source;
+    if (iterable === null || len < 0) return payingView(name, source, perElement, []);
+    pay(name, len);
+    return source;
+  }
+  function meterFrom(owner, label) {
+    var native = owner.from, name = label + ".from";
+    replaceBuiltin(owner, "from", method("from", function (self, args) {
+      if (args.length > 0) args[0] = paidSource(name, args[0]);
+      return run(native, self, args);
+    }));
+  }
+  /** Int8Array, Uint8Array, ...: the same constructor (prototype, statics, subclassing), paying for an array-like source. */
+  function meterTypedConstructor(key) {
+    var native = G[key];
+    function TypedArray() {
+      if (new.target === undefined) throw new TypeErrorC("must be called with new");
+      if (arguments.length > 0) arguments[0] = paidSource(key, arguments[0]);
+      return construct(native, arguments, new.target);
+    }
+    defProp(TypedArray, "prototype", { value: native.prototype, writable: false });
+    setProto(TypedArray, TA);
+    defProp(TypedArray, "BYTES_PER_ELEMENT", gOPD(native, "BYTES_PER_ELEMENT"));
+    defProp(native.prototype, "constructor", { value: TypedArray, writable: true, enumerable: false, configurable: true });
+    replaceBuiltin(G, key, TypedArray);
+  }
+
+  /** String.prototype[key]; body converts this and the string arguments once, in the specification's order, and hands the built-in primitives. */
+  function meterStringMethod(key, body) {
+    var native = SP[key], name = "String.prototype." + key;
+    replaceBuiltin(SP, key, method(key, function (self, args) {
+      if (self === null || self === undefined) return apply(native, self, args);
+      return body(name, native, self, args);
+    }));
+  }
+  function isRegExp(v) {
+    var m = v[symMatch];
+    if (m !== undefined) return !!m;
+    try { apply(regexpSource, v, []); return true; } catch (e) { return false; }
+  }
+  function searchString(name, native, self, args) {
+    var s = text(self), t = text(args[0]);
+    args[0] = t;
+    pay(name, searchSteps(s.length, t.length));
+    return run(native, s, args);
+  }
+  function includesString(name, native, self, args) {
+    var s = text(self);
+    if (isObject(args[0]) && isRegExp(args[0])) return apply(native, s, args);
+    return searchString(name, native, s, args);
+  }
+  function splitString(name, native, self, args) {
+    var sep = args[0], limit = args[1];
+    if (isObject(sep)) {
+      var splitter = sep[symSplit];
+      if (splitter !== undefined && splitter !== null) return apply(splitter, sep, [self, limit]);
+    }
+    var s = text(self), lim = limit === undefined ? undefined : limit >>> 0, r = sep === undefined ? undefined : text(sep);
+    pay(name, r === undefined ? 0 : searchSteps(s.length, r.length));
+    return run(native, s, [r, lim]);
+  }
+  function replaceString(name, native, self, args) {
+    var sv = args[0], rv = args[1];
+    if (isObject(sv)) {
+      var replacer = sv[symReplace];
+      if (replacer !== undefined && replacer !== null) return apply(replacer, sv, [self, rv]);
+    }
+    var s = text(self), t = text(sv);
+    pay(name, searchSteps(s.length, t.length));
+    return run(native, s, [t, rv]);
+  }
+  function replaceAllString(name, native, self, args) {
+    var sv = args[0];
+    if (isObject(sv) && isRegExp(sv)) {
+      var flags = sv.flags;
+      if (flags === undefined || flags === null) throw new TypeErrorC("cannot convert to object");
+      if (indexOf(text(flags), "g") < 0) throw new TypeErrorC("regexp must have the 'g' flag");
+    }
+    return replaceString(name, native, self, args);
+  }
+  function producingString(name, native, self, args) { return run(native, self, args); }
+
+  // The callbacks that make JSON.stringify and Iterator.prototype.drop poll also pay a step for each value they see.
+  function passThrough(key, value) { burn(1); return value; }
+  function identity(value) { burn(1); return value; }
+  /** JSON.stringify polls for every value it serializes: without a replacer function, it gets one that changes nothing. */
+  function stringifyJson(native) {
+    return function (self, args) {
+      var replacer = args[1];
+      if (typeof replacer === "function" || isObject(replacer) && isArray(replacer)) return run(native, self, args);
+      return run(native, self, [args[0], passThrough, args[2]]);
+    };
+  }
+  function parseJson(native) {
+    return function (self, args) {
+      var s = text(args[0]);
+      args[0] = s;
+      pay("JSON.parse", s.length);
+      return run(native, self, args);
+    };
+  }
+  /** Iterator.prototype.drop skips through a built-in iterator without polling: it drops from a map() of it instead, which calls back for every item. */
+  function dropItems(native) {
+    return function (self, args) { return apply(native, apply(iteratorMap, self, [identity]), args); };
+  }
+
+  /** new Proxy() and Proxy.revocable() record their proxies, so that a length read through one counts as sandboxed code. */
+  function installProxy() {
+    var wrapper = apply(bind, function Proxy(target, handler) {
+      if (new.target === undefined) throw new TypeErrorC("must be called with new");
+      var p = new RealProxy(target, handler);
+      apply(setAdd, proxies, [p]);
+      return p;
+    }, [null]);
+    var revocable = RealProxy.revocable;
+    defProp(wrapper, "revocable", gOPD(RealProxy, "revocable"));
+    replaceBuiltin(wrapper, "revocable", method("revocable", function (self, args) {
+      var r = apply(revocable, RealProxy, args);
+      apply(setAdd, proxies, [r.proxy]);
+      return r;
+    }));
+    replaceBuiltin(G, "Proxy", wrapper);
+  }
+
+  function installMeters(memoryBytes) {
+    oomSteps = floor(memoryBytes / CHARS_PER_STEP);
+    var i, names;
+    names = ["indexOf", "lastIndexOf", "includes"];
+    for (i = 0; i < names.length; i++) { meterArrayMethod(names[i], searching); meterTypedMethod(names[i], searching); }
+    names = ["join", "reverse", "fill", "copyWithin", "slice", "toReversed", "with"];
+    for (i = 0; i < names.length; i++) { meterArrayMethod(names[i], perElement); meterTypedMethod(names[i], perElement); }
+    names = ["sort", "toSorted"];
+    for (i = 0; i < names.length; i++) { meterArrayMethod(names[i], sorting); meterTypedMethod(names[i], sorting); }
+    meterArrayMethod("toLocaleString", perElement);
+    meterArrayMethod("shift", perElement);
+    names = ["splice", "unshift", "toSpliced"];
+    for (i = 0; i < names.length; i++) meterArrayMethod(names[i], perElementAndItem);
+    names = ["every", "some", "forEach", "map", "filter", "reduce", "reduceRight", "find", "findIndex", "findLast", "findLastIndex"];
+    for (i = 0; i < names.length; i++) meterArrayMethod(names[i], perElement, unviewed);
+    meterArrayMethod("flatMap", perElement, flattening);
+    rewriteArrayMethod("concat", concat);
+    rewriteArrayMethod("flat", flat);
+    meterTypedMethod("set", perElement);
+    meterFrom(Array, "Array");
+    meterFrom(TA, "TypedArray");
+    names = ["Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array",
+      "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array"];
+    for (i = 0; i < names.length; i++) meterTypedConstructor(names[i]);
+
+    meterStringMethod("indexOf", searchString);
+    meterStringMethod("lastIndexOf", searchString);
+    meterStringMethod("includes", includesString);
+    meterStringMethod("split", splitString);
+    meterStringMethod("replace", replaceString);
+    meterStringMethod("replaceAll", replaceAllString);
+    names = ["repeat", "padStart", "padEnd"];
+    for (i = 0; i < names.length; i++) meterStringMethod(names[i], producingString);
+
+    replaceBuiltin(JSON, "stringify", method("stringify", stringifyJson(JSON.stringify)));
+    replaceBuiltin(JSON, "parse", method("parse", parseJson(JSON.parse)));
+    meteredParse = JSON.parse;
+    replaceBuiltin(IP, "drop", method("drop", dropItems(IP.drop)));
+    installProxy();
+    replaceBuiltin(Function.prototype, "toString", method("toString", function (self, args) {
+      var original = apply(mapGet, originals, [self]);
+      return apply(fnToString, original === undefined ? self : original, args);
+    }));
+  }
+
+  return function setup(print, nowMs, seed, maxOutput, memoryBytes) {
     install(nowMs, seed);
+    installMeters(memoryBytes);
 
     // ---- console ----
     var written = 0, truncated = false;
@@ -404,9 +827,6 @@ export const PRELUDE = String.raw`(function () {
         return "an error that cannot be described was thrown";
       }
     }
-    function isOom(e) {
-      try { return isInstance(InternalErrorC, e) && e.message === "out of memory"; } catch (x) { return false; }
-    }
     function verdict(e) { return isOom(e) ? "Mout of memory: the run's memory limit was reached" : "F" + describe(e); }
 
     // ---- modules ----
@@ -418,7 +838,7 @@ export const PRELUDE = String.raw`(function () {
         var s = segs[i];
         if (s === "" || s === ".") continue;
         if (s === "..") { if (n === 0) return null; n--; continue; }
-        defProp(out, n++, { value: s, writable: true, enumerable: true, configurable: true });
+        defineElement(out, n++, s);
       }
       var joined = "";
       for (var j = 0; j < n; j++) joined += (j ? "/" : "") + out[j];
@@ -449,7 +869,7 @@ export const PRELUDE = String.raw`(function () {
         var module = { exports: {}, id: path, filename: path, loaded: false };
         cache[path] = module;
         try {
-          if (def.json !== undefined) module.exports = jsonParse(def.json);
+          if (def.json !== undefined) module.exports = meteredParse(def.json);
           else {
             // Only test files see the test API: project code cannot register (or fake) a test.
             var isEntry = entries[path] === true;
@@ -524,8 +944,8 @@ interface WorkerRequest {
   id: number;
   request: ReturnType<typeof normalizeRequest>;
 }
-/** A message from the worker to the host. */
-type WorkerReply = { id: number; result: CodeRunResult } | { id: number; fatal: string };
+/** A message from the worker to the host; `restart`: the result is final, but the worker is stuck and must be replaced. */
+type WorkerReply = { id: number; result: CodeRunResult; restart?: true } | { id: number; fatal: string };
 
 /**
  * The worker's program. It runs in a worker thread as source text (`String(workerMain)`), so it must be
@@ -544,7 +964,7 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
   let modPromise: Promise<Mod> = qjs.newQuickJSWASMModule(qjs.RELEASE_SYNC);
   const port = threads.parentPort!;
 
-  function execute(mod: Mod, req: WorkerRequest["request"]): CodeRunResult {
+  function execute(mod: Mod, id: number, req: WorkerRequest["request"]): CodeRunResult {
     const limits = req.limits;
     const rt = mod.newRuntime();
     rt.setMemoryLimit(limits.memoryBytes);
@@ -556,13 +976,27 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
     // Harness bookkeeping (reading a test's name) is counted but never interrupted, except by the backstop.
     let free = false;
     const deadline = performance.now() + limits.wallClockMs;
+    // The interrupt is uncatchable, but a built-in that closes an iterator on the way out (spread, Array.from,
+    // new Set, iterator helpers) rethrows it as an ordinary error, and code that catches it runs on. Only
+    // that code polls again after its phase was stopped: RUN_ON_TICKS later, the worker reports the run so
+    // far and has the host replace it, since nothing inside can stop that code.
+    const RUN_ON_TICKS = 10;
+    let stoppedAt = 0;
+    let restartRequested = false;
+    // The phase running sandboxed code: what to call it, and how to report it and the rest of the run as not done.
+    let current: { label: string; abandon: (text: string) => void } | null = null;
     rt.setInterruptHandler(() => {
       ticks++;
       phase++;
       if (free) interrupted = null;
-      else if (phase > budget) interrupted = "phase";
-      else if (ticks > limits.totalTicks) interrupted = "total";
-      else if (performance.now() > deadline) interrupted = "wall";
+      else if (interrupted !== null) {
+        if (phase - stoppedAt > RUN_ON_TICKS) abandonRun();
+      } else {
+        if (phase > budget) interrupted = "phase";
+        else if (ticks > limits.totalTicks) interrupted = "total";
+        else if (performance.now() > deadline) interrupted = "wall";
+        stoppedAt = phase;
+      }
       return interrupted !== null;
     });
     rt.setModuleLoader((name: string) => ({
@@ -593,6 +1027,15 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
         : interrupted === "total"
           ? `${what} was stopped: the run used up its total instruction budget (${limits.totalTicks} ticks)`
           : `${what} exceeded its instruction budget (${limits.phaseTicks} ticks): an infinite loop?`;
+    /** Report the run as it stands, the current phase and the rest as not done, and ask the host to restart the worker. */
+    const abandonRun = () => {
+      if (restartRequested || current === null) return;
+      restartRequested = true;
+      current.abandon(limitText(current.label));
+      note("timeout", `${current.label} kept running after it was stopped (it caught the interrupt), so its sandbox was restarted`);
+      const result = { status, tests, loadErrors, output, outputTruncated: output.length >= limits.maxOutputChars, message, ticks };
+      port.postMessage({ id, result, restart: true } satisfies WorkerReply);
+    };
     /** Classify an exception that escaped into the host: a limit, or (rarely) a plain error. */
     const escaped = (error: Handle): { status: "timeout" | "memory" | "error"; text: string; at: string } => {
       let text = "";
@@ -620,7 +1063,7 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
       const made = ctx.evalCode(data.prelude, "<prelude>", { type: "global" });
       if (made.error) throw new Error(`prelude failed: ${JSON.stringify(ctx.dump(made.error))}`);
       const setup = own(made.value);
-      const args = [print, own(ctx.newNumber(req.nowMs)), own(ctx.newNumber(req.seed)), own(ctx.newNumber(limits.maxOutputChars))];
+      const args = [print, own(ctx.newNumber(req.nowMs)), own(ctx.newNumber(req.seed)), own(ctx.newNumber(limits.maxOutputChars)), own(ctx.newNumber(limits.memoryBytes))];
       const built = ctx.callFunction(setup, ctx.undefined, ...args);
       if (built.error) throw new Error(`prelude setup failed: ${JSON.stringify(ctx.dump(built.error))}`);
       const harness = own(built.value);
@@ -681,19 +1124,31 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
       }
 
       // Load the entries: module top-level code runs here, tests register.
-      for (const entry of req.entries) {
+      for (const [index, entry] of req.entries.entries()) {
         if (ticks > limits.totalTicks) {
           loadErrors.push({ file: entry, status: "timeout", message: "not loaded: the run used up its total instruction budget" });
           note("timeout", `${entry} was not loaded: the run used up its total instruction budget (${limits.totalTicks} ticks)`);
           continue;
         }
+        current = {
+          label: `loading ${entry}`,
+          abandon: (text) => {
+            loadErrors.push({ file: entry, status: "timeout", message: text });
+            for (const later of req.entries.slice(index + 1)) loadErrors.push({ file: later, status: "timeout", message: "not loaded: the run was stopped" });
+          },
+        };
         startPhase();
         const r = call(api.load, entry);
+        current = null;
         if ("error" in r) {
           const e = escaped(r.error);
           const text = e.status === "timeout" ? limitText(`loading ${entry}`) : e.text;
           loadErrors.push({ file: entry, status: e.status, message: text });
           note(e.status, text);
+        } else if (interrupted !== null) {
+          const text = limitText(`loading ${entry}`);
+          loadErrors.push({ file: entry, status: "timeout", message: text });
+          note("timeout", text);
         } else if (r.value !== "") {
           const text = String(r.value).slice(1);
           const s = String(r.value)[0] === "M" ? "memory" : "error";
@@ -707,18 +1162,27 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
       const countResult = call(api.count);
       const n = "value" in countResult ? Number(countResult.value) : 0;
       if ("error" in countResult) countResult.error.dispose();
-      for (let i = 0; i < n; i++) {
-        startPhase(true);
+      const registered = Array.from({ length: n }, (_, i) => {
         const nameR = call(api.name, i);
         const fileR = call(api.file, i);
         const name = "value" in nameR ? String(nameR.value) : `test #${i + 1}`;
         const file = "value" in fileR ? String(fileR.value) : "";
         if ("error" in nameR) nameR.error.dispose();
         if ("error" in fileR) fileR.error.dispose();
+        return { file, name };
+      });
+      for (const [i, { file, name }] of registered.entries()) {
         if (ticks > limits.totalTicks) {
           tests.push({ file, name, status: "timeout", message: "not run: the run used up its total instruction budget" });
           continue;
         }
+        current = {
+          label: `test "${name}"`,
+          abandon: (text) => {
+            tests.push({ file, name, status: "timeout", message: text });
+            for (const later of registered.slice(i + 1)) tests.push({ ...later, status: "timeout", message: "not run: the run was stopped" });
+          },
+        };
         startPhase();
         let r = call(api.run, i);
         if ("value" in r && r.value === "A") {
@@ -730,12 +1194,18 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
           const jobs = rt.executePendingJobs();
           if (jobs.error) jobs.error.dispose();
         }
+        current = null;
         let outcome: CodeRunResult["tests"][number];
         if ("error" in r) {
           const e = escaped(r.error);
           const text = e.status === "timeout" ? limitText(`test "${name}"`) : e.status === "memory" ? e.text : `the test crashed the harness: ${e.text}`;
           outcome = { file, name, status: e.status === "memory" ? "memory" : e.status === "timeout" ? "timeout" : "failed", message: text };
           if (e.status !== "error") note(e.status, text);
+        } else if (interrupted !== null) {
+          // The code caught the interrupt (see RUN_ON_TICKS) and returned: a stopped phase is a timeout all the same.
+          const text = limitText(`test "${name}"`);
+          outcome = { file, name, status: "timeout", message: text };
+          note("timeout", text);
         } else {
           const v = String(r.value);
           if (v === "P") outcome = { file, name, status: "passed", message: null };
@@ -764,7 +1234,7 @@ function workerMain(data: { quickjs: string; prelude: string }): void {
       (mod) => {
         let reply: WorkerReply;
         try {
-          reply = { id: msg.id, result: execute(mod, msg.request) };
+          reply = { id: msg.id, result: execute(mod, msg.id, msg.request) };
         } catch (error) {
           // The interpreter's state can no longer be trusted: load a fresh module for the next run.
           modPromise = qjs.newQuickJSWASMModule(qjs.RELEASE_SYNC);
@@ -889,6 +1359,8 @@ export class CodeRunner {
         if (active && active.id === reply.id) this.finish(failedRun(active.request, "error", `the sandbox failed and was reset: ${reply.fatal}`), reply.id);
         return;
       }
+      // The worker is stuck in code that caught its interrupt: its report is final, the worker is replaced.
+      if (reply.restart && reply.id === this.active?.id) this.kill();
       this.finish(reply.result, reply.id);
     });
     const onDeath = (reason: string) => {

@@ -1,10 +1,12 @@
 /**
- * Hostile agents: code that probes for the host, never stops, allocates without bound or recurses
- * forever; paths that leave the project; huge files and output. Each gets a clear error, `timeout` or
- * `memory` result, and the environment (and the process) keeps working: the next run_tests is normal.
+ * Hostile agents: code that probes for the host, never stops (in bytecode or inside a built-in), allocates
+ * without bound or recurses forever; paths that leave the project; huge files and output. Each gets a clear
+ * error, `timeout` or `memory` result, and the environment (and the process) keeps working: the next
+ * run_tests is normal.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Action, StepResult, ToolResult } from "../../core/contract.js";
+import { DEFAULT_CODE_RUN_LIMITS, sharedCodeRunner, type CodeRunResult } from "../../sandboxes/code-runner.js";
 import { CodeRepair } from "./env.js";
 import type { Task } from "./tasks.js";
 import type { TestRunOutput } from "./tools.js";
@@ -66,6 +68,31 @@ describe("hostile code in run_tests", () => {
     const load = await runHostile(env, `require("../src/spin");`, { "src/spin.js": "while (true) {}" });
     expect(load.status).toBe("timeout");
     expect(load.load_errors[0]).toMatchObject({ file: "test/zz_hostile.test.js", status: "timeout" });
+  });
+
+  it("answers within the instruction budget when the code loops inside a built-in", async () => {
+    const { env } = await open();
+    const run = vi.spyOn(sharedCodeRunner(), "run");
+    try {
+      const out = await runHostile(
+        env,
+        [
+          `test("huge sparse array", () => { const a = []; a[4e9] = 1; a.indexOf(2); });`,
+          `test("built-in in a loop", () => { const a = []; a.length = 2 ** 24 - 1; for (;;) a.indexOf(2); });`,
+          `test("fine", () => {});`,
+        ].join("\n"),
+      );
+      expect(out.status).toBe("timeout");
+      expect(out.failures).toEqual([
+        { file: "test/zz_hostile.test.js", name: "huge sparse array", status: "failed", message: expect.stringMatching(/^RangeError: Array\.prototype\.indexOf: 4000000001 steps/) },
+        { file: "test/zz_hostile.test.js", name: "built-in in a loop", status: "timeout", message: expect.stringMatching(/instruction budget/) },
+      ]);
+      expect(out.passed).toBe(1);
+      const hostile = (await run.mock.results[0]!.value) as CodeRunResult;
+      expect(hostile.ticks).toBeLessThanOrEqual(DEFAULT_CODE_RUN_LIMITS.phaseTicks + 10);
+    } finally {
+      run.mockRestore();
+    }
   });
 
   it("ends unbounded allocation with memory and infinite recursion with a stack overflow", async () => {
