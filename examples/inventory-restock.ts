@@ -13,6 +13,7 @@ import {
   BaseEnvironment,
   toolsFor,
   ToolError,
+  ValidationError,
   diffJsonStates,
   entryFor,
   stateDiff,
@@ -94,7 +95,7 @@ const orderStock = defineTool({
   cost: 0.001,
   latency: { kind: "fixed", ms: 120 },
   handler: (args, { world }) => {
-    if (!(args.sku in world.stock)) throw new ToolError(`unknown SKU ${args.sku}`);
+    if (!Object.hasOwn(world.stock, args.sku)) throw new ToolError(`unknown SKU ${args.sku}`);
     world.stock[args.sku] = (world.stock[args.sku] ?? 0) + args.quantity;
     world.orders.push({ sku: args.sku, quantity: args.quantity });
     return `Ordered ${args.quantity} x ${args.sku}. On hand now: ${world.stock[args.sku]}.`;
@@ -143,8 +144,28 @@ export class InventoryRestock extends BaseEnvironment<Task, World> {
     return { stock: world.stock, orders: world.orders };
   }
 
-  protected restoreWorld(state: JsonValue): World {
+  /** The exact shape of `snapshotWorld` output: `restore` refuses anything else with invalid_snapshot. */
+  protected override worldSchema() {
+    return z.strictObject({
+      stock: z.record(z.string(), z.number().int().min(0)),
+      orders: z.array(z.strictObject({ sku: z.string(), quantity: z.number().int().min(1).max(1000) })).max(this.maxSteps),
+    });
+  }
+
+  /** Rebuild the world, refusing one the tools cannot make: each item's stock is what it had plus what was ordered. */
+  protected restoreWorld(state: JsonValue, task: Task): World {
     const s = state as unknown as World;
+    const items = new Map(task.items.map((i) => [i.sku, i.onHand]));
+    const expected = new Map(items);
+    for (const o of s.orders) {
+      const stock = expected.get(o.sku);
+      if (stock === undefined) throw new ValidationError("invalid_snapshot", `an order names ${o.sku}, which is not an item of the task`);
+      expected.set(o.sku, stock + o.quantity);
+    }
+    const skus = Object.keys(s.stock);
+    if (skus.length !== items.size || skus.some((sku) => s.stock[sku] !== expected.get(sku))) {
+      throw new ValidationError("invalid_snapshot", "the stock must list every item of the task once: what it had plus what was ordered");
+    }
     return { stock: { ...s.stock }, orders: s.orders.map((o) => ({ ...o })) };
   }
 

@@ -501,7 +501,13 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       };
     });
     const world = asSnapshotError(() => this.restoreWorld(cloneJson(snap.world), episode.task));
-    const setup = this.setUpTools({ ...episode, world });
+    let setup: ReturnType<typeof this.setUpTools>;
+    try {
+      setup = this.setUpTools({ ...episode, world });
+    } catch (error) {
+      this.disposeWorld(world);
+      throw error;
+    }
     this.dispose();
     this.current = { ...episode, world, ...setup };
   }

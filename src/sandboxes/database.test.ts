@@ -1,9 +1,10 @@
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { VirtualClock } from "../core/clock.js";
 import { LlmixError } from "../core/errors.js";
 import { canonicalJson, type JsonValue } from "../core/json.js";
 import { Rng } from "../core/rng.js";
-import { SqlDatabase, diffDatabases, dumpDatabase, formatUtc, isoFromEpochMs, statementHead } from "./database.js";
+import { SqlDatabase, diffDatabases, dumpDatabase, formatUtc, isoFromEpochMs, statementHead, toSqlValue } from "./database.js";
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -613,5 +614,279 @@ describe("dump and diff", () => {
 
   it("refuses garbage snapshots as diff inputs", () => {
     expect(codeOf(() => diffDatabases({ format: "sqlite", bytes: "!!" }, seeded()))).toBe("invalid_snapshot");
+  });
+});
+
+// ----- restore checks ----------------------------------------------------------------------------------
+
+const LEDGER_DDL = `
+  CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance INTEGER NOT NULL CHECK (balance >= 0), rate REAL, note);
+  CREATE INDEX accounts_name ON accounts (name);
+  CREATE TABLE tags (account_id INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (account_id, tag)) WITHOUT ROWID;
+`;
+
+/** A database with LEDGER_DDL and a few rows, its expected schema (from a fresh build) and its snapshot. */
+function ledger(options: { pageSize?: number } = {}) {
+  const template = new SqlDatabase();
+  template.exec(`${options.pageSize ? `PRAGMA page_size = ${options.pageSize};` : ""}${LEDGER_DDL}`);
+  const schema = template.readSchema();
+  template.close();
+  const db = new SqlDatabase();
+  db.exec(`${options.pageSize ? `PRAGMA page_size = ${options.pageSize};` : ""}${LEDGER_DDL}
+    INSERT INTO accounts (name, balance, rate, note) VALUES ('ada', 10, 0.5, 'x'), ('bob', 0, NULL, x'00'), ('cyd', 7, 1.0, 3);
+    INSERT INTO tags VALUES (1, 'vip'), (2, 'new');`);
+  return { db, schema, snapshot: db.snapshot() };
+}
+
+/** A snapshot whose database went through `sql` on a plain connection that may write the schema table. */
+function edited(snapshot: JsonValue, sql: string): JsonValue {
+  const s = snapshot as { bytes: string };
+  const db = new Database(Buffer.from(s.bytes, "base64"));
+  db.unsafeMode(true);
+  db.exec(sql);
+  const bytes = db.serialize().toString("base64");
+  db.close();
+  return { ...s, bytes };
+}
+
+/** Rebuild `accounts` from `ddl` (same rows) and put the index back: a table whose definition changed. */
+const rebuiltAccounts = (ddl: string) => `ALTER TABLE accounts RENAME TO old; ${ddl};
+  INSERT INTO accounts SELECT * FROM old; DROP TABLE old; CREATE INDEX accounts_name ON accounts (name);`;
+
+describe("restore checks (schema, integrity, storage classes)", () => {
+  it("reads a database's schema: file format, every object sorted by type and name, every table's columns", () => {
+    const { schema } = ledger();
+    expect(schema.pageSize).toBe(4096);
+    expect(schema.encoding).toBe("UTF-8");
+    expect(schema.objects.map((o) => `${o.type} ${o.name}`)).toEqual(["index accounts_name", "table accounts", "table tags"]);
+    expect(schema.columns.accounts!.map((c) => [c.name, c.type, c.notNull, c.pk])).toEqual([
+      ["id", "INTEGER", false, 1],
+      ["name", "TEXT", true, 0],
+      ["balance", "INTEGER", true, 0],
+      ["rate", "REAL", false, 0],
+      ["note", "", false, 0],
+    ]);
+  });
+
+  it("accepts what the schema allows, and keeps restoring byte for byte", () => {
+    const { db, schema, snapshot } = ledger();
+    const restored = SqlDatabase.fromSnapshot(snapshot, { schema, strictTypes: true });
+    expect(restored.serialize().equals(db.serialize())).toBe(true);
+    restored.restore(snapshot, { schema, strictTypes: true });
+    expect(canonicalJson(restored.snapshot())).toBe(canonicalJson(snapshot));
+    expect(() => db.assertSchema(schema, { strictTypes: true })).not.toThrow();
+  });
+
+  const refused: Array<[string, string, RegExp]> = [
+    ["a view", "CREATE VIEW everyone AS SELECT * FROM accounts", /unexpected view everyone/],
+    ["a trigger", "CREATE TRIGGER audit AFTER INSERT ON accounts BEGIN SELECT 1; END", /unexpected trigger audit/],
+    ["an index", "CREATE INDEX extra ON accounts (balance)", /unexpected index extra/],
+    ["a dropped index", "DROP INDEX accounts_name", /missing index accounts_name/],
+    ["a dropped table", "DROP TABLE tags", /: missing table tags$/],
+    ["a renamed table", "ALTER TABLE tags RENAME TO labels", /missing table tags.*unexpected table labels/],
+    ["an added column", "ALTER TABLE accounts ADD COLUMN extra TEXT", /table accounts: unexpected column extra/],
+    ["a generated column", "ALTER TABLE accounts ADD COLUMN g AS (balance * 2)", /table accounts: unexpected column g/],
+    [
+      "a retyped column",
+      rebuiltAccounts("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance TEXT NOT NULL CHECK (balance >= 0), rate REAL, note)"),
+      /table accounts: column balance has type TEXT, expected type INTEGER/,
+    ],
+    [
+      "a column made nullable",
+      rebuiltAccounts("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT, balance INTEGER NOT NULL CHECK (balance >= 0), rate REAL, note)"),
+      /table accounts: column name has nullable, expected NOT NULL/,
+    ],
+    [
+      "a CHECK constraint calling a function",
+      rebuiltAccounts("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance INTEGER NOT NULL CHECK (length(zeroblob(balance)) >= 0), rate REAL, note)"),
+      /table accounts has the definition .*zeroblob.*, expected .*balance >= 0/,
+    ],
+    [
+      "a table replaced by a never-ending recursive view",
+      "ALTER TABLE accounts RENAME TO old; CREATE VIEW accounts AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT old.* FROM old, r",
+      /accounts is a view, expected a table/,
+    ],
+  ];
+
+  it.each(refused)("refuses %s, naming the difference, and leaves the database as it was", (_name, sql, message) => {
+    const { db, schema, snapshot } = ledger();
+    const before = db.serialize();
+    const error = errorOf(() => db.restore(edited(snapshot, sql), { schema }));
+    expect(error.code).toBe("invalid_snapshot");
+    expect(error.message).toMatch(/^database schema differs from the expected one: /);
+    expect(error.message).toMatch(message);
+    expect(db.serialize().equals(before)).toBe(true);
+    expect(codeOf(() => SqlDatabase.fromSnapshot(edited(snapshot, sql), { schema }))).toBe("invalid_snapshot");
+  });
+
+  it("restores a database whose objects differ without a schema to compare with (the checks are opt-in)", () => {
+    const { snapshot } = ledger();
+    expect(() => SqlDatabase.fromSnapshot(edited(snapshot, "CREATE VIEW everyone AS SELECT * FROM accounts"))).not.toThrow();
+  });
+
+  it("refuses another page size or text encoding", () => {
+    const { schema } = ledger();
+    const big = ledger({ pageSize: 1024 });
+    expect(errorOf(() => SqlDatabase.fromSnapshot(big.snapshot, { schema })).message).toMatch(/page size 1024, expected 4096/);
+    const utf16 = new SqlDatabase();
+    utf16.exec(`PRAGMA encoding = 'UTF-16le'; ${LEDGER_DDL}`);
+    expect(errorOf(() => SqlDatabase.fromSnapshot(utf16.snapshot(), { schema })).message).toMatch(/text encoding UTF-16le, expected UTF-8/);
+  });
+
+  it("refuses a database that fails the integrity check (a NOT NULL column holding NULL behind the expected schema text)", () => {
+    const { schema, snapshot } = ledger();
+    // Relax the column, write a NULL, then put the expected definition back: the schema text matches, the row does not.
+    const relaxed = "CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT, balance INTEGER NOT NULL CHECK (balance >= 0), rate REAL, note)";
+    const strict = schema.objects.find((o) => o.name === "accounts")!.sql!;
+    const step1 = edited(snapshot, `PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = '${relaxed}' WHERE name = 'accounts';`);
+    const step2 = edited(step1, "INSERT INTO accounts (name, balance) VALUES (NULL, 1)");
+    const broken = edited(step2, `PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = '${strict.replace(/'/g, "''")}' WHERE name = 'accounts';`);
+    const error = errorOf(() => SqlDatabase.fromSnapshot(broken, { schema }));
+    expect(error.code).toBe("invalid_snapshot");
+    expect(error.message).toMatch(/database fails its integrity check: NULL value in accounts\.name/);
+  });
+
+  it("refuses an index whose entries do not match its table", () => {
+    const { schema, snapshot } = ledger();
+    const indexSql = schema.objects.find((o) => o.name === "accounts_name")!.sql!;
+    const step1 = edited(snapshot, "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = 'CREATE INDEX accounts_name ON accounts (note)' WHERE name = 'accounts_name';");
+    const step2 = edited(step1, "REINDEX accounts_name");
+    const broken = edited(step2, `PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = '${indexSql}' WHERE name = 'accounts_name';`);
+    expect(errorOf(() => SqlDatabase.fromSnapshot(broken, { schema })).message).toMatch(/integrity check/);
+  });
+
+  const mistyped: Array<[string, string, RegExp]> = [
+    ["text in an INTEGER column", "UPDATE accounts SET balance = 'lots' WHERE id = 2", /table accounts: column balance holds a text value in row 2, but its type INTEGER admits integer/],
+    ["a blob in a TEXT column", "UPDATE accounts SET name = x'00ff' WHERE id = 3", /table accounts: column name holds a blob value in row 3/],
+    ["text in a REAL column", "UPDATE accounts SET rate = '1x' WHERE id = 1", /column rate holds a text value in row 1, but its type REAL admits real/],
+    ["text in a WITHOUT ROWID table", "UPDATE tags SET account_id = 'one' WHERE tag = 'vip'", /table tags: column account_id holds a text value/],
+  ];
+
+  it.each(mistyped)("with strictTypes, refuses %s naming table, column and row", (_name, sql, message) => {
+    const { schema, snapshot } = ledger();
+    const bad = edited(snapshot, sql);
+    expect(() => SqlDatabase.fromSnapshot(bad, { schema })).not.toThrow();
+    const error = errorOf(() => SqlDatabase.fromSnapshot(bad, { schema, strictTypes: true }));
+    expect(error.code).toBe("invalid_snapshot");
+    expect(error.message).toMatch(message);
+  });
+
+  it("reads storage classes through overflow pages (a record header longer than a cell's local part)", () => {
+    const columns = Array.from({ length: 300 }, (_, i) => `c${i} INTEGER`).join(", ");
+    const template = new SqlDatabase();
+    template.exec(`PRAGMA page_size = 512; CREATE TABLE wide (${columns});`);
+    const schema = template.readSchema();
+    const values = Array.from({ length: 300 }, (_, i) => String(i)).join(", ");
+    template.exec(`INSERT INTO wide VALUES (${values}); INSERT INTO wide VALUES (${values});`);
+    const good = template.snapshot();
+    expect(() => SqlDatabase.fromSnapshot(good, { schema, strictTypes: true })).not.toThrow();
+    const bad = edited(good, "UPDATE wide SET c299 = 'late' WHERE rowid = 2");
+    expect(errorOf(() => SqlDatabase.fromSnapshot(bad, { schema, strictTypes: true })).message).toMatch(/column c299 holds a text value in row 2/);
+  });
+
+  it("refuses pages that are garbage behind a valid schema page", () => {
+    const { db, schema } = ledger();
+    db.exec("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 300) INSERT INTO accounts (name, balance) SELECT 'n' || n, n FROM r");
+    const bytes = db.serialize();
+    bytes.fill(0x7f, 4096 * 2 + 8, 4096 * 3);
+    expect(codeOf(() => SqlDatabase.fromBytes(bytes, { schema, strictTypes: true }))).toBe("invalid_snapshot");
+  });
+
+  it("asserts a live database against a schema", () => {
+    const { db, schema } = ledger();
+    db.exec("CREATE VIEW everyone AS SELECT * FROM accounts");
+    expect(errorOf(() => db.assertSchema(schema)).message).toMatch(/unexpected view everyone/);
+  });
+});
+
+// ----- limits ------------------------------------------------------------------------------------------
+
+describe("size limits", () => {
+  it("caps the database at maxBytes, on fresh and on restored handles (the cap does not survive serialize)", () => {
+    const db = new SqlDatabase({ maxBytes: 64 * 1024 });
+    db.exec("CREATE TABLE blobs (b BLOB)");
+    const fill = () => {
+      for (let i = 0; i < 100; i++) db.run("INSERT INTO blobs VALUES (zeroblob(4000))");
+    };
+    const error = errorOf(fill);
+    expect([error.code, error.details.limit]).toEqual(["size_limit", "maxBytes"]);
+    expect(error.message).toMatch(/database is full.*maxBytes/);
+    const snapshot = db.snapshot();
+    const restored = SqlDatabase.fromSnapshot(snapshot, { maxBytes: 64 * 1024 });
+    expect(errorOf(() => restored.run("INSERT INTO blobs VALUES (zeroblob(8000))")).code).toBe("size_limit");
+    const small = errorOf(() => SqlDatabase.fromSnapshot(snapshot, { maxBytes: 16 * 1024 }));
+    expect([small.code, small.details.limit]).toEqual(["invalid_snapshot", "maxBytes"]);
+    expect(codeOf(() => new SqlDatabase({ maxBytes: 100 }))).toBe("invalid_config");
+  });
+
+  it("keeps the cap in bytes when a setup script sets the page size", () => {
+    const db = new SqlDatabase({ maxBytes: 64 * 1024 });
+    db.exec("PRAGMA page_size = 512; CREATE TABLE blobs (b BLOB)");
+    expect(db.get<{ max_page_count: number }>("PRAGMA max_page_count")?.max_page_count).toBe(128);
+  });
+
+  it("keeps temporary storage in memory", () => {
+    expect(new SqlDatabase().get<{ temp_store: number }>("PRAGMA temp_store")?.temp_store).toBe(2);
+  });
+
+  it("refuses agent statements longer than maxSqlLength", () => {
+    const db = seeded();
+    const sql = `SELECT 1 ${" ".repeat(70_000)}`;
+    const error = errorOf(() => db.query(sql));
+    expect([error.code, error.details.limit]).toEqual(["size_limit", "maxSqlLength"]);
+    expect(db.query("SELECT 1 AS one", undefined, { maxSqlLength: 20 })).toMatchObject({ rows: [[1]] });
+    expect(codeOf(() => db.query("SELECT 1 AS one, 2 AS two", undefined, { maxSqlLength: 20 }))).toBe("size_limit");
+    expect(codeOf(() => db.query("SELECT 1", undefined, { maxSqlLength: -1 }))).toBe("invalid_argument");
+  });
+
+  it("cuts results at maxResultBytes", () => {
+    const db = seeded();
+    const sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100) SELECT printf('%.*c', 1000, 'x') FROM r";
+    const cut = db.query(sql, undefined, { maxResultBytes: 10_500 });
+    expect(cut).toMatchObject({ kind: "rows", truncated: true });
+    expect((cut as { rows: unknown[] }).rows).toHaveLength(10);
+    expect(db.query(sql)).toMatchObject({ truncated: false });
+    expect((db.query("SELECT printf('%.*c', 100, 'x')", undefined, { maxResultBytes: 50 }) as { rows: unknown[] }).rows).toEqual([]);
+  });
+
+  /** Expressions whose results the bounded functions must give exactly as SQLite's own do. */
+  const exact = [
+    "zeroblob(3)", "length(zeroblob('12abc'))", "length(zeroblob(2.9))", "zeroblob(-1)", "zeroblob(NULL)", "length(zeroblob(x'3132'))",
+    "length(randomblob('3'))", "length(randomblob(0))", "length(randomblob(-5))",
+    "hex('abc')", "hex(NULL)", "hex(12.5)", "hex(x'00ff')", "hex(42)",
+    "replace('abcabc', 'b', 'XYZ')", "replace('abc', '', 'x')", "replace(12, '', 'x')", "typeof(replace(12, '', 'x'))",
+    "replace(NULL, 'a', 'b')", "replace('aaa', 'a', NULL)", "replace(12.5, '2', 'xx')", "replace('ééé', 'é', 'e')",
+    "printf('%d|%5s|%-5d|%.3f', 42, 'ab', 7, 3.14159)", "printf('%.*c', 5, 'x')", "format('%q', 'it''s')", "printf(NULL)",
+    "printf(123)", "printf()", "printf('%,d', 1234567)", "printf('%*d', -6, 5)", "printf('%y%10d', 5)", "printf('%5%')",
+    "printf('%.3c', 'é')", "printf('%!.20g', 0.1)", "printf('%lld %llx', 9223372036854775807, 255)", "printf('%0*d|%n%s', '4', 7, 'z')",
+  ];
+
+  it("bounded functions give SQLite's own results", () => {
+    const db = new SqlDatabase();
+    const plain = new Database(":memory:");
+    for (const expression of exact) {
+      const sql = `SELECT ${expression} AS v`;
+      const own = (plain.prepare(sql).raw(true).safeIntegers(true).all() as unknown[][]).map((row) => row.map(toSqlValue));
+      expect([expression, db.query(sql)]).toEqual([expression, { kind: "rows", columns: ["v"], rows: own, truncated: false }]);
+    }
+  });
+
+  const tooLarge: Array<[string, string]> = [
+    ["zeroblob(1e9)", "zeroblob"],
+    ["randomblob(2e7)", "randomblob"],
+    ["printf('%.*c', 1e9, 'x')", "printf"],
+    ["printf('%1000000000d', 1)", "printf"],
+    ["format('%.*c', 5000000, 'x')", "format"],
+    ["replace(printf('%.*c', 1000000, 'a'), 'a', printf('%.*c', 100, 'b'))", "replace"],
+    ["hex(zeroblob(10000000))", "hex"],
+  ];
+
+  it.each(tooLarge)("refuses %s before building it (size_limit naming MAX_VALUE_BYTES)", (expression, fn) => {
+    const db = new SqlDatabase();
+    const started = performance.now();
+    const error = errorOf(() => db.query(`SELECT length(${expression})`));
+    expect([error.code, error.details.limit, error.details.function]).toEqual(["size_limit", "MAX_VALUE_BYTES", fn]);
+    expect(error.message).toContain(`${fn}() could make a value of`);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });

@@ -12,6 +12,13 @@
  *   The tool runner sets access around each tool call and puts it back to "write" afterwards, so seeding
  *   normally happens in write mode anyway.
  * - Snapshots are `{format: "sqlite", bytes: base64(serialize()), random}`; restore deserializes them.
+ *   Given the schema the environment expects (`RestoreChecks`: `readSchema()` of a database it built), a
+ *   restore refuses with invalid_snapshot, naming the difference, any database whose file format (page size,
+ *   text encoding) or schema objects differ from it (so no view, trigger, CHECK, default, generated column
+ *   or index expression the environment did not write can come in and run), that fails
+ *   `PRAGMA integrity_check` (b-trees, indexes against tables, NOT NULL, CHECK), or, with `strictTypes`,
+ *   that holds a value of another storage class than its column declares. Without a schema only the header
+ *   is checked: a snapshot's SQL objects then run as they are.
  * - Determinism: every handle is a deserialized ("memdb") database, so a fresh database and a restored one
  *   write identical bytes for identical operations. SQLite's own sources of nondeterminism are replaced on
  *   every handle: `random()` / `randomblob()` draw from a seeded `Rng` whose state is in the snapshot, and
@@ -20,11 +27,24 @@
  *   modifiers `'localtime'` and `'utc'` are refused.
  * - Values leave the sandbox JSON-safe: BLOBs become `{"$blob": base64}`, integers outside the safe range
  *   become decimal strings, infinite REALs become `{"$real": "Infinity" | "-Infinity"}`.
+ * - Limits, each ending in SandboxError("size_limit") with `details.limit` naming it: the database may not
+ *   grow past `maxBytes` (`PRAGMA max_page_count`, set on every handle: it does not survive serialize); an
+ *   agent statement may not be longer than `maxSqlLength` nor return more than `maxRows` rows or
+ *   `maxResultBytes` bytes (cut, `truncated: true`); the functions that make a large value from a short
+ *   call (`zeroblob`, `randomblob`, `printf`/`format` widths and precisions, `replace`, `hex`) are replaced by
+ *   bounded versions that give SQLite's own result up to `MAX_VALUE_BYTES` and refuse beyond it. Temporary
+ *   storage (sorts, materialized subqueries) stays in memory, never in host files.
+ * - Not bounded here, stopped by the host's step deadline and memory cap: better-sqlite3 has no progress
+ *   handler or interrupt, so the running time of one statement (a recursive CTE, a cross join) cannot be
+ *   limited from JS; and values grown by operators and aggregates (`||`, `concat`, `group_concat`, JSON)
+ *   are bounded only by SQLite's length limit (~512 MB per value).
  *
  * Not captured by snapshots: TEMP objects (agent SQL may not create them) and connection settings changed
- * with PRAGMA by the owner (a restored handle starts with better-sqlite3's defaults, e.g. foreign_keys=ON).
+ * with PRAGMA by the owner (a restored handle starts with better-sqlite3's defaults, e.g. foreign_keys=ON,
+ * plus the sandbox's own: in-memory temporary storage and the `maxBytes` cap).
  */
 import Database from "better-sqlite3";
+import { z } from "zod";
 import { DEFAULT_EPOCH_MS } from "../core/clock.js";
 import { LlmixError, SandboxError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
@@ -52,8 +72,12 @@ export type SqlQueryResult =
   | { kind: "changes"; changes: number; lastInsertRowid?: number };
 
 export interface SqlQueryOptions {
-  /** Stop reading after this many rows (`truncated: true`); also ends runaway recursive queries. Default 10000. */
+  /** Stop reading after this many rows (`truncated: true`); also ends runaway recursive queries that return rows. Default 10000. */
   maxRows?: number;
+  /** Stop reading before the rows' values pass this many bytes (`truncated: true`). Default 4 MiB. */
+  maxResultBytes?: number;
+  /** Refuse statements longer than this many characters (size_limit). Default 65536. */
+  maxSqlLength?: number;
 }
 
 /** The JSON snapshot of a database. `random` is the state of the `random()` generator. */
@@ -61,6 +85,20 @@ export interface SqliteSnapshot {
   format: "sqlite";
   bytes: string;
   random?: RngState;
+}
+
+const UINT32 = z.number().int().min(0).max(0xffffffff);
+
+/**
+ * The zod schema of exactly what `snapshot()` returns, for a database of at most `maxBytes` (its base64
+ * text is 4/3 as long). Only the shape: `restore` checks the bytes themselves.
+ */
+export function sqliteSnapshotSchema(maxBytes: number = DEFAULT_MAX_DATABASE_BYTES) {
+  return z.strictObject({
+    format: z.literal("sqlite"),
+    bytes: z.string().max(Math.ceil(maxBytes / 3) * 4),
+    random: z.strictObject({ key: z.string().max(4096), s: z.tuple([UINT32, UINT32, UINT32, UINT32]) }),
+  });
 }
 
 /** A column as dumps and diffs need it: its name and its position in the primary key (0: not in it). */
@@ -72,17 +110,67 @@ interface ColumnInfo {
 /** Anything that tells virtual time in epoch milliseconds (a `VirtualClock` fits). */
 export type DbClock = { now(): number } | (() => number);
 
-export interface SqlDatabaseOptions {
+/** One object of `sqlite_schema`: a table, index, view or trigger with the SQL that made it (null for automatic indexes). */
+export interface SchemaObject {
+  type: string;
+  name: string;
+  /** The table it belongs to (its own name for a table). */
+  table: string;
+  sql: string | null;
+}
+
+/** A table column as `PRAGMA table_xinfo` reports it. */
+export interface SchemaColumn {
+  name: string;
+  /** The declared type as written ("" when none). */
+  type: string;
+  notNull: boolean;
+  /** The default value's SQL text, or null. */
+  default: string | null;
+  /** Position in the primary key (0: not in it). */
+  pk: number;
+  /** 0 ordinary, 1 hidden (virtual tables), 2 generated (virtual), 3 generated (stored). */
+  hidden: number;
+}
+
+/** A database's file format and schema objects, as restore checks compare them (see `readSchema`). */
+export interface DatabaseSchema {
+  pageSize: number;
+  encoding: string;
+  /** Every object of `sqlite_schema`, sorted by type, then name. */
+  objects: readonly SchemaObject[];
+  /** The columns of every table, by table name. */
+  columns: Readonly<Record<string, readonly SchemaColumn[]>>;
+}
+
+/** What a database must pass before a handle on its bytes is used (construction from bytes, `restore`). */
+export interface RestoreChecks {
+  /** The schema it must have exactly: `readSchema()` of a database the environment built. Default: none. */
+  schema?: DatabaseSchema;
+  /** With `schema`: every value must be of the storage class its column declares, as in a STRICT table. */
+  strictTypes?: boolean;
+}
+
+export interface SqlDatabaseOptions extends RestoreChecks {
   /** Virtual time for `'now'` and `CURRENT_TIMESTAMP`. Default: the fixed `DEFAULT_EPOCH_MS`. */
   clock?: DbClock;
   /** Stream for SQL `random()` / `randomblob()`. Default: `Rng.fromKey("llmix/sqlite")`. */
   rng?: Rng;
   /** Start from these serialized bytes (a copy is used). Garbage fails with invalid_snapshot. Default: empty. */
   bytes?: Uint8Array;
+  /** Largest size of the database in bytes: a write past it fails with size_limit, larger `bytes` with invalid_snapshot. Default 64 MiB. */
+  maxBytes?: number;
 }
 
+/** Default `maxBytes` of a database. */
+export const DEFAULT_MAX_DATABASE_BYTES = 64 * 1024 * 1024;
+/** Largest value the bounded SQL functions (zeroblob, randomblob, printf/format, replace, hex) may make, in bytes. */
+export const MAX_VALUE_BYTES = 16 * 1024 * 1024;
 const DEFAULT_MAX_ROWS = 10_000;
-const MAX_RANDOMBLOB = 16 * 1024 * 1024;
+const DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024;
+const DEFAULT_MAX_SQL_LENGTH = 64 * 1024;
+/** The page size of a database before its first write sets one (SQLITE_DEFAULT_PAGE_SIZE of better-sqlite3's build). */
+const DEFAULT_PAGE_SIZE = 4096;
 const SQLITE_HEADER = Buffer.from("SQLite format 3\u0000", "latin1");
 
 /** Read-only PRAGMAs that agent SQL may run (also as `pragma_<name>` table-valued functions). */
@@ -124,9 +212,10 @@ export class SqlDatabase implements Sandbox {
   private closed = false;
   private clock: DbClock;
   private rng: Rng;
-  /** A plain connection (no overrides) that evaluates SQLite's built-in date functions for the overrides. */
-  private dateHelper: Handle | null = null;
-  private readonly dateStatements = new Map<string, Statement>();
+  private readonly maxBytes: number;
+  /** A plain connection (no overrides) that evaluates SQLite's built-in functions for the overrides. */
+  private builtins: Handle | null = null;
+  private readonly builtinStatements = new Map<string, Statement>();
   /** Prepared owner statements of the current handle: tools run the same few queries every step. */
   private readonly statements = new Map<string, Statement>();
   /**
@@ -138,15 +227,22 @@ export class SqlDatabase implements Sandbox {
   constructor(options: SqlDatabaseOptions = {}) {
     this.clock = options.clock ?? { now: () => DEFAULT_EPOCH_MS };
     this.rng = options.rng ?? Rng.fromKey("llmix/sqlite");
-    this.db = this.openChecked(options.bytes ? toBuffer(options.bytes) : Buffer.alloc(0));
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_DATABASE_BYTES;
+    if (!Number.isSafeInteger(this.maxBytes) || this.maxBytes < 512) {
+      throw new ValidationError("invalid_config", `maxBytes must be an integer >= 512, got ${String(options.maxBytes)}`);
+    }
+    this.db = this.openChecked(options.bytes ? toBuffer(options.bytes) : Buffer.alloc(0), options);
   }
 
-  /** A database holding a copy of serialized bytes (from `serialize()`). Garbage fails with invalid_snapshot. */
+  /**
+   * A database holding a copy of serialized bytes (from `serialize()`). Garbage, and bytes that fail the
+   * options' `RestoreChecks`, fail with invalid_snapshot.
+   */
   static fromBytes(bytes: Uint8Array, options: SqlDatabaseOptions = {}): SqlDatabase {
     return new SqlDatabase({ ...options, bytes });
   }
 
-  /** A database restored from a `snapshot()`. */
+  /** A database restored from a `snapshot()`, after the options' `RestoreChecks` (invalid_snapshot). */
   static fromSnapshot(snapshot: JsonValue, options: SqlDatabaseOptions = {}): SqlDatabase {
     const { bytes, rng } = decodeSnapshot(snapshot);
     return new SqlDatabase({ ...options, bytes, rng: rng ?? options.rng });
@@ -188,6 +284,8 @@ export class SqlDatabase implements Sandbox {
     this.schema = null;
     try {
       db.exec(sql);
+      // The script may have set the page size, which the size cap counts in.
+      db.exec(this.sizeLimit(db.prepare("PRAGMA page_size").pluck().get() as number));
     } catch (error) {
       throw sqlError(error, sql);
     }
@@ -293,13 +391,21 @@ export class SqlDatabase implements Sandbox {
   /**
    * Run one agent-written statement. Refused with forbidden_statement: several statements, ATTACH/DETACH,
    * VACUUM INTO, PRAGMAs outside `ALLOWED_PRAGMAS`, load_extension() and similar functions, transaction
-   * control, TEMP objects. Writes under read access fail with read_only; SQLite errors with sql_error.
+   * control, TEMP objects. Writes under read access fail with read_only; SQLite errors with sql_error;
+   * statements over `maxSqlLength`, values over MAX_VALUE_BYTES and a database over `maxBytes` with
+   * size_limit. Rows are cut at `maxRows` and `maxResultBytes` (`truncated: true`).
    */
   query(sql: string, params?: SqlParams, options: SqlQueryOptions = {}): SqlQueryResult {
     if (typeof sql !== "string") throw new SandboxError("sql_error", "SQL must be a string");
-    const maxRows = options.maxRows ?? DEFAULT_MAX_ROWS;
-    if (!Number.isSafeInteger(maxRows) || maxRows < 0) {
-      throw new ValidationError("invalid_argument", `maxRows must be a non-negative integer, got ${maxRows}`);
+    const maxRows = limitOption(options, "maxRows", DEFAULT_MAX_ROWS);
+    const maxResultBytes = limitOption(options, "maxResultBytes", DEFAULT_MAX_RESULT_BYTES);
+    const maxSqlLength = limitOption(options, "maxSqlLength", DEFAULT_MAX_SQL_LENGTH);
+    if (sql.length > maxSqlLength) {
+      throw new SandboxError("size_limit", `SQL statement of ${sql.length} characters refused: the limit is ${maxSqlLength} (maxSqlLength)`, {
+        limit: "maxSqlLength",
+        max: maxSqlLength,
+        size: sql.length,
+      });
     }
     checkAgentSql(sql);
     const stmt = this.prepare(sql, true);
@@ -315,25 +421,9 @@ export class SqlDatabase implements Sandbox {
       }
       const columns = stmt.columns().map((c) => c.name);
       stmt.raw(true).safeIntegers(true);
-      let rows: unknown[][];
-      let truncated = false;
-      if (!stmt.readonly) {
-        // INSERT ... RETURNING and friends: run to completion so the write is whole, then cut the output.
-        rows = stmt.all(...args) as unknown[][];
-        if (rows.length > maxRows) {
-          rows = rows.slice(0, maxRows);
-          truncated = true;
-        }
-      } else {
-        rows = [];
-        for (const row of stmt.iterate(...args) as IterableIterator<unknown[]>) {
-          if (rows.length >= maxRows) {
-            truncated = true;
-            break;
-          }
-          rows.push(row);
-        }
-      }
+      // INSERT ... RETURNING and friends run to completion so the write is whole; reads stop early.
+      const source = (stmt.readonly ? stmt.iterate(...args) : stmt.all(...args)) as Iterable<unknown[]>;
+      const { rows, truncated } = takeRows(source, maxRows, maxResultBytes);
       return { kind: "rows", columns, rows: rows.map((r) => r.map(toSqlValue)), truncated };
     } catch (error) {
       throw sqlError(error, sql);
@@ -357,13 +447,27 @@ export class SqlDatabase implements Sandbox {
   }
 
   /**
-   * Replace the database with a snapshot's: validates it (invalid_snapshot on garbage), deserializes it
-   * into a new handle, closes the old one and keeps the current access mode.
+   * Replace the database with a snapshot's: validates it (invalid_snapshot on garbage or on failing
+   * `checks`), deserializes it into a new handle, closes the old one and keeps the current access mode.
+   * A refused snapshot changes nothing.
    */
-  restore(snapshot: JsonValue): void {
+  restore(snapshot: JsonValue, checks: RestoreChecks = {}): void {
     const { bytes, rng } = decodeSnapshot(snapshot);
-    this.replaceHandle(bytes);
+    this.replaceHandle(bytes, checks);
     if (rng) this.rng = rng;
+  }
+
+  /** The file format and schema objects of the database, for `RestoreChecks.schema`. */
+  readSchema(): DatabaseSchema {
+    return readSchemaOf(this.handle());
+  }
+
+  /**
+   * Check the database against an expected schema (and, with `strictTypes`, its values' storage classes)
+   * as a restore does; ValidationError("invalid_snapshot") names every difference.
+   */
+  assertSchema(expected: DatabaseSchema, options: { strictTypes?: boolean } = {}): void {
+    verifyDatabase(this.handle(), this.serialize(), expected, options.strictTypes === true);
   }
 
   /** Close the database. Idempotent; later calls fail with sql_error. */
@@ -372,9 +476,9 @@ export class SqlDatabase implements Sandbox {
     this.closed = true;
     this.db.close();
     this.statements.clear();
-    this.dateStatements.clear();
-    this.dateHelper?.close();
-    this.dateHelper = null;
+    this.builtinStatements.clear();
+    this.builtins?.close();
+    this.builtins = null;
   }
 
   // ----- diff support --------------------------------------------------------------------------------
@@ -453,27 +557,34 @@ export class SqlDatabase implements Sandbox {
   }
 
   /** Validate `bytes` as a SQLite database and make it the live handle, closing the old one. */
-  private replaceHandle(bytes: Buffer): void {
+  private replaceHandle(bytes: Buffer, checks: RestoreChecks): void {
     if (this.closed) throw new SandboxError("sql_error", "SQL error: the database is closed");
-    const next = this.openChecked(bytes);
+    const next = this.openChecked(bytes, checks);
     this.db.close();
     this.statements.clear();
     this.schema = null;
     this.db = next;
   }
 
-  /** Open a handle on serialized bytes, checking they are a usable SQLite database. */
-  private openChecked(bytes: Buffer): Handle {
-    checkDatabaseBytes(bytes);
+  /** Open a handle on serialized bytes, checking they are a usable SQLite database that passes `checks`. */
+  private openChecked(bytes: Buffer, checks: RestoreChecks): Handle {
+    checkDatabaseBytes(bytes, this.maxBytes);
     let handle: Handle | undefined;
     try {
       handle = this.open(bytes);
       handle.prepare("SELECT count(*) FROM sqlite_schema").get();
+    } catch (error) {
+      handle?.close();
+      throw new ValidationError("invalid_snapshot", `snapshot bytes are not a usable SQLite database: ${messageOf(error)}`);
+    }
+    try {
+      if (checks.schema) verifyDatabase(handle, bytes, checks.schema, checks.strictTypes === true);
       // Reading the schema left its pages in the page cache; the parsed schema is all later statements need.
       handle.prepare("PRAGMA shrink_memory").run();
       return handle;
     } catch (error) {
-      handle?.close();
+      handle.close();
+      if (error instanceof LlmixError) throw error;
       throw new ValidationError("invalid_snapshot", `snapshot bytes are not a usable SQLite database: ${messageOf(error)}`);
     }
   }
@@ -482,12 +593,20 @@ export class SqlDatabase implements Sandbox {
   private open(bytes: Buffer): Handle {
     const db = new Database(bytes);
     try {
+      // Sorts and materialized subqueries would otherwise spill to files in the host's temp directory.
+      db.exec(`PRAGMA temp_store = MEMORY; ${this.sizeLimit(fileFormat(bytes)?.pageSize ?? DEFAULT_PAGE_SIZE)}`);
       this.installDeterminism(db);
+      this.installLimits(db);
     } catch (error) {
       db.close();
       throw error;
     }
     return db;
+  }
+
+  /** The PRAGMA that caps the database at `maxBytes` in pages of `pageSize` (per handle: serialize drops it). */
+  private sizeLimit(pageSize: number): string {
+    return `PRAGMA max_page_count = ${Math.floor(this.maxBytes / pageSize)}`;
   }
 
   private installDeterminism(db: Handle): void {
@@ -497,11 +616,7 @@ export class SqlDatabase implements Sandbox {
       return BigInt.asIntN(64, (hi << 32n) | lo);
     });
     db.function("randomblob", { deterministic: false, safeIntegers: true }, (n: unknown) => {
-      const num = typeof n === "bigint" ? n : Number(n);
-      let size = typeof num === "bigint" ? num : Number.isFinite(num) ? BigInt(Math.trunc(num)) : 1n;
-      if (size < 1n) size = 1n;
-      if (size > BigInt(MAX_RANDOMBLOB)) throw new Error(`randomblob: at most ${MAX_RANDOMBLOB} bytes in the sandbox`);
-      const out = Buffer.alloc(Number(size));
+      const out = Buffer.alloc(boundedSize("randomblob", this.int64(n), 1));
       for (let i = 0; i < out.length; i += 4) {
         const word = this.rng.nextUint32();
         for (let j = 0; j < 4 && i + j < out.length; j++) out[i + j] = (word >>> (8 * j)) & 0xff;
@@ -517,6 +632,57 @@ export class SqlDatabase implements Sandbox {
         this.dateFunction(name, args),
       );
     }
+  }
+
+  /**
+   * Replace the functions that make a large value from a short call with versions that give SQLite's own
+   * result when it fits in MAX_VALUE_BYTES and refuse it (size_limit) before it is built otherwise.
+   */
+  private installLimits(db: Handle): void {
+    const options = { deterministic: true, safeIntegers: true };
+    db.function("zeroblob", options, (n: unknown) => Buffer.alloc(boundedSize("zeroblob", this.int64(n), 0)));
+    db.function("hex", options, (x: unknown) => this.sizedBuiltin("hex", { x }));
+    db.function("replace", options, (x: unknown, y: unknown, z: unknown) => this.sizedBuiltin("replace", { x, y, z }));
+    for (const name of ["printf", "format"]) {
+      db.function(name, { ...options, varargs: true }, (...args: unknown[]) => this.printf(name, args));
+    }
+  }
+
+  /** SQLite's integer value of a function argument (as sqlite3_value_int64: text by its integer prefix, NULL 0). */
+  private int64(value: unknown): bigint {
+    if (typeof value === "bigint") return value;
+    if (typeof value === "number") return doubleToInt64(value);
+    if (value === null || value === undefined) return 0n;
+    return (this.builtin("SELECT CAST(? AS INTEGER)", [value])[0] as bigint | null) ?? 0n;
+  }
+
+  /** `hex` or `replace` by SQLite, refused before it is built when its result (sized by SIZED_BUILTINS) is too large. */
+  private sizedBuiltin(name: keyof typeof SIZED_BUILTINS, args: Record<string, unknown>): unknown {
+    const [value, size] = this.builtin(SIZED_BUILTINS[name], args) as [unknown, bigint | null];
+    if (size !== null && size > BigInt(MAX_VALUE_BYTES)) throw valueTooLarge(name, size);
+    return value;
+  }
+
+  /** printf / format by SQLite, refused when the format and arguments could make more than MAX_VALUE_BYTES. */
+  private printf(name: string, args: unknown[]): unknown {
+    const format = textOf(args[0]);
+    let bound = BigInt(Buffer.byteLength(format, "utf8"));
+    for (const arg of args.slice(1)) bound += 2n * BigInt(textBytes(arg));
+    bound += printfGrowth(format, (index) => this.int64(args[index] ?? null));
+    if (bound > BigInt(MAX_VALUE_BYTES)) throw valueTooLarge(name, bound);
+    return this.builtin(`SELECT printf(${args.map(() => "?").join(", ")})`, args)[0];
+  }
+
+  /** One row of SQL on the plain connection (SQLite's built-in functions), raw, integers as BigInt. */
+  private builtin(sql: string, params: readonly unknown[] | Record<string, unknown>): unknown[] {
+    let stmt = this.builtinStatements.get(sql);
+    if (!stmt) {
+      this.builtins ??= new Database(":memory:");
+      stmt = this.builtins.prepare(sql).raw(true).safeIntegers(true) as Statement;
+      if (this.builtinStatements.size >= 256) this.builtinStatements.delete(this.builtinStatements.keys().next().value as string);
+      this.builtinStatements.set(sql, stmt);
+    }
+    return (Array.isArray(params) ? stmt.get(...params) : stmt.get(params)) as unknown[];
   }
 
   private nowIso(): string {
@@ -538,15 +704,7 @@ export class SqlDatabase implements Sandbox {
       return i >= timeArgStart && a.toLowerCase() === "now" ? this.nowIso() : a;
     });
     if (mapped.length === timeArgStart && name !== "timediff") mapped.push(this.nowIso());
-    const key = `${name}/${mapped.length}`;
-    let stmt = this.dateStatements.get(key);
-    if (!stmt) {
-      this.dateHelper ??= new Database(":memory:");
-      const placeholders = mapped.map(() => "?").join(", ");
-      stmt = this.dateHelper.prepare(`SELECT ${name}(${placeholders})`).pluck().safeIntegers(true) as Statement;
-      this.dateStatements.set(key, stmt);
-    }
-    return stmt.get(...mapped);
+    return this.builtin(`SELECT ${name}(${mapped.map(() => "?").join(", ")})`, mapped)[0];
   }
 }
 
@@ -873,6 +1031,12 @@ function sqlError(error: unknown, sql: string): LlmixError {
   if (error instanceof LlmixError) return error;
   const code = (error as { code?: unknown })?.code;
   if (code === "SQLITE_READONLY") return readOnlyError(sql);
+  if (code === "SQLITE_FULL") {
+    return new SandboxError("size_limit", "SQL error: the database is full: it reached its size limit (maxBytes)", {
+      limit: "maxBytes",
+      sqlite_code: code,
+    });
+  }
   const details: Record<string, unknown> = {};
   if (typeof code === "string") details.sqlite_code = code;
   return new SandboxError("sql_error", `SQL error: ${messageOf(error)}`, details);
@@ -905,8 +1069,15 @@ function decodeSnapshot(snapshot: JsonValue): { bytes: Buffer; rng: Rng | null }
   return { bytes, rng };
 }
 
-/** Cheap structural checks before SQLite sees the bytes: header, page size, whole pages. */
-function checkDatabaseBytes(bytes: Buffer): void {
+/** Cheap structural checks before SQLite sees the bytes: size, header, page size, whole pages. */
+function checkDatabaseBytes(bytes: Buffer, maxBytes: number): void {
+  if (bytes.length > maxBytes) {
+    throw new ValidationError("invalid_snapshot", `database of ${bytes.length} bytes refused: the limit is ${maxBytes} (maxBytes)`, {
+      limit: "maxBytes",
+      max: maxBytes,
+      size: bytes.length,
+    });
+  }
   if (bytes.length === 0) return; // the empty database
   const bad = (why: string): never => {
     throw new ValidationError("invalid_snapshot", `snapshot bytes are not a SQLite database: ${why}`);
@@ -916,6 +1087,456 @@ function checkDatabaseBytes(bytes: Buffer): void {
   const pageSize = raw === 1 ? 65536 : raw;
   if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) bad(`invalid page size ${raw}`);
   if (bytes.length % pageSize !== 0) bad(`length ${bytes.length} is not a whole number of ${pageSize}-byte pages`);
+}
+
+// ----- restore checks --------------------------------------------------------------------------------
+
+const FILE_FORMAT_SQL = "SELECT page_size, encoding FROM pragma_page_size, pragma_encoding";
+const SCHEMA_OBJECTS_SQL = 'SELECT type, name, tbl_name AS "table", sql, rootpage FROM main.sqlite_schema ORDER BY type, name';
+const COLUMNS_SQL = 'SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, \'main\')';
+
+/** The file format and schema objects of a handle, with every table's columns. */
+function readSchemaOf(db: Handle): DatabaseSchema {
+  const rows = db.prepare(SCHEMA_OBJECTS_SQL).all() as Array<SchemaObject & { rootpage: number }>;
+  const objects = rows.map(({ type, name, table, sql }) => ({ type, name, table, sql }));
+  const columns: Record<string, SchemaColumn[]> = {};
+  for (const o of objects) if (o.type === "table") columns[o.name] = readColumns(db, o.name);
+  return { ...readFileFormat(db), objects, columns };
+}
+
+function readFileFormat(db: Handle): { pageSize: number; encoding: string } {
+  const row = db.prepare(FILE_FORMAT_SQL).raw(true).get() as [number, string];
+  return { pageSize: row[0], encoding: row[1] };
+}
+
+function readColumns(db: Handle, table: string): SchemaColumn[] {
+  const rows = db.prepare(COLUMNS_SQL).all(table) as Array<{ name: string; type: string; notnull: number; dflt_value: string | null; pk: number; hidden: number }>;
+  return rows.map((r) => ({ name: r.name, type: r.type, notNull: r.notnull === 1, default: r.dflt_value, pk: r.pk, hidden: r.hidden }));
+}
+
+/** The page size and text encoding in a database file's header, or null for the empty database. */
+function fileFormat(bytes: Buffer): { pageSize: number; encoding: string } | null {
+  if (bytes.length < 100) return null;
+  const raw = bytes.readUInt16BE(16);
+  return { pageSize: raw === 1 ? 65536 : raw, encoding: ["UTF-8", "UTF-16le", "UTF-16be"][bytes.readUInt32BE(56) - 1] ?? "unknown" };
+}
+
+/** Whether a format and `sqlite_schema` rows (type, name, table, sql, ...) are the expected ones (columns follow from the SQL). */
+function sameSchema(format: { pageSize: number; encoding: string }, rows: ReadonlyArray<readonly unknown[]>, expected: DatabaseSchema): boolean {
+  if (format.pageSize !== expected.pageSize || format.encoding !== expected.encoding || rows.length !== expected.objects.length) return false;
+  return expected.objects.every((o, i) => {
+    const row = rows[i]!;
+    return row[0] === o.type && row[1] === o.name && row[2] === o.table && row[3] === o.sql;
+  });
+}
+
+/**
+ * Refuse (invalid_snapshot) a database whose file format or schema objects differ from `expected`, that
+ * fails `PRAGMA integrity_check`, or (with `strictTypes`) that holds a value its column's type does not admit.
+ * The schema comes first: the integrity check evaluates CHECK constraints and index expressions, which
+ * must be the environment's own by then.
+ */
+function verifyDatabase(db: Handle, bytes: Buffer, expected: DatabaseSchema, strictTypes: boolean): void {
+  const format = fileFormat(bytes) ?? readFileFormat(db);
+  const rows = db.prepare(SCHEMA_OBJECTS_SQL).raw(true).all() as Array<[string, string, string, string | null, number]>;
+  if (!sameSchema(format, rows, expected)) {
+    const found = rows.map(([type, name, table, sql]) => ({ type, name, table, sql }));
+    const differences = schemaDifferences(db, format, found, expected);
+    throw new ValidationError("invalid_snapshot", `database schema differs from the expected one: ${differences.join("; ")}`, { differences });
+  }
+  const integrity = db.prepare("PRAGMA integrity_check(1)").pluck().get();
+  if (integrity !== "ok") throw new ValidationError("invalid_snapshot", `database fails its integrity check: ${String(integrity)}`);
+  if (!strictTypes) return;
+  const file = new DatabaseFile(bytes);
+  for (const [type, name, , , rootPage] of rows) {
+    if (type === "table" && rootPage > 0) checkStorageClasses(db, file, name, rootPage, expected.columns[name] ?? []);
+  }
+}
+
+/** Every difference between a database's format and objects and the expected ones, in words. */
+function schemaDifferences(db: Handle, format: { pageSize: number; encoding: string }, found: SchemaObject[], expected: DatabaseSchema): string[] {
+  const out: string[] = [];
+  if (format.pageSize !== expected.pageSize) out.push(`page size ${format.pageSize}, expected ${expected.pageSize}`);
+  if (format.encoding !== expected.encoding) out.push(`text encoding ${format.encoding}, expected ${expected.encoding}`);
+  const remaining = new Map(found.map((o) => [`${o.type} ${o.name}`, o]));
+  for (const want of expected.objects) {
+    const got = remaining.get(`${want.type} ${want.name}`);
+    if (got) {
+      remaining.delete(`${got.type} ${got.name}`);
+      if (got.table !== want.table || got.sql !== want.sql) out.push(...definitionDifferences(db, want, got, expected));
+      continue;
+    }
+    const other = [...remaining.values()].find((o) => o.name === want.name);
+    if (other) remaining.delete(`${other.type} ${other.name}`);
+    out.push(other ? `${want.name} is a ${other.type}, expected a ${want.type}` : `missing ${want.type} ${want.name}`);
+  }
+  for (const got of remaining.values()) out.push(`unexpected ${got.type} ${got.name}`);
+  return out;
+}
+
+/** How an object of the expected type and name differs from the expected definition. */
+function definitionDifferences(db: Handle, want: SchemaObject, got: SchemaObject, expected: DatabaseSchema): string[] {
+  if (got.table !== want.table) return [`${want.type} ${want.name} is on table ${got.table}, expected ${want.table}`];
+  const columns = want.type === "table" ? columnDifferences(want.name, expected.columns[want.name] ?? [], readColumns(db, want.name)) : [];
+  if (columns.length > 0) return columns;
+  return [`${want.type} ${want.name} has the definition ${clip(got.sql)}, expected ${clip(want.sql)}`];
+}
+
+function columnDifferences(table: string, expected: readonly SchemaColumn[], found: readonly SchemaColumn[]): string[] {
+  const out: string[] = [];
+  const byName = new Map(found.map((c) => [c.name, c]));
+  const describe = (c: SchemaColumn, field: "type" | "notNull" | "default" | "pk" | "hidden"): string =>
+    ({
+      type: `type ${c.type || "(none)"}`,
+      notNull: c.notNull ? "NOT NULL" : "nullable",
+      default: `default ${c.default ?? "(none)"}`,
+      pk: c.pk === 0 ? "not in the primary key" : `primary key column ${c.pk}`,
+      hidden: ["stored", "hidden", "generated (virtual)", "generated (stored)"][c.hidden] ?? `hidden ${c.hidden}`,
+    })[field];
+  for (const want of expected) {
+    const got = byName.get(want.name);
+    if (!got) {
+      out.push(`table ${table}: missing column ${want.name}`);
+      continue;
+    }
+    byName.delete(want.name);
+    for (const field of ["type", "notNull", "default", "pk", "hidden"] as const) {
+      if (got[field] !== want[field]) out.push(`table ${table}: column ${want.name} has ${describe(got, field)}, expected ${describe(want, field)}`);
+    }
+  }
+  for (const got of byName.values()) out.push(`table ${table}: unexpected column ${got.name}`);
+  if (out.length === 0 && found.some((c, i) => c.name !== expected[i]?.name)) out.push(`table ${table}: columns in another order`);
+  return out;
+}
+
+function clip(sql: string | null, n = 160): string {
+  if (sql === null) return "(none)";
+  const flat = sql.replace(/\s+/g, " ");
+  return JSON.stringify(flat.length > n ? `${flat.slice(0, n - 1)}…` : flat);
+}
+
+/** The storage classes a declared type admits in a STRICT table (SQLite's affinity rules); null: any. */
+function admittedClasses(declared: string): readonly string[] | null {
+  const type = declared.toUpperCase();
+  if (type.includes("INT")) return ["integer"];
+  if (type.includes("CHAR") || type.includes("CLOB") || type.includes("TEXT")) return ["text"];
+  if (type === "" || type.includes("BLOB")) return null;
+  if (type.includes("REAL") || type.includes("FLOA") || type.includes("DOUB")) return ["real"];
+  return ["integer", "real"];
+}
+
+/**
+ * Refuse a table holding a value whose storage class its column's declared type does not admit. The classes
+ * are read from the record headers in the database file (SQLite's file format), one pass over the table's
+ * b-tree with no SQL to compile, which per restore costs more than the pass itself. Runs after the integrity
+ * check, so the b-tree is well formed; a page that is not is refused all the same. WITHOUT ROWID tables
+ * (index b-trees) are checked with SQL instead.
+ */
+function checkStorageClasses(db: Handle, file: DatabaseFile, table: string, rootPage: number, columns: readonly SchemaColumn[]): void {
+  const stored = columns.filter((c) => c.hidden !== 1 && c.hidden !== 2);
+  if (stored.every((c) => admittedClasses(c.type) === null)) return;
+  if (!file.isTablePage(rootPage)) {
+    checkStorageClassesWithSql(db, table, stored);
+    return;
+  }
+  const found = file.findMistyped(rootPage, stored.map((c) => admittedMask(c.type)));
+  if (found) throw mistyped(table, stored[found.field]!, STORAGE_CLASSES[found.classIndex]!, `row ${found.rowid}`);
+}
+
+function checkStorageClassesWithSql(db: Handle, table: string, columns: readonly SchemaColumn[]): void {
+  for (const column of columns) {
+    const admitted = admittedClasses(column.type);
+    if (admitted === null) continue;
+    const sql = `SELECT typeof(${quoteIdent(column.name)}) FROM main.${quoteIdent(table)} WHERE typeof(${quoteIdent(column.name)}) NOT IN (${[...admitted, "null"].map((c) => `'${c}'`).join(", ")}) LIMIT 1`;
+    const found = db.prepare(sql).pluck().get();
+    if (found !== undefined) throw mistyped(table, column, String(found), "a row");
+  }
+}
+
+function mistyped(table: string, column: SchemaColumn, found: string, where: string): ValidationError {
+  return new ValidationError(
+    "invalid_snapshot",
+    `table ${table}: column ${column.name} holds a ${found} value in ${where}, but its type ${column.type} admits ${admittedClasses(column.type)!.join(" or ")} (strictTypes)`,
+    { table, column: column.name },
+  );
+}
+
+/** Storage classes by index; a set of them is a bit mask (bit i: STORAGE_CLASSES[i]). */
+const STORAGE_CLASSES = ["null", "integer", "real", "text", "blob", "reserved serial type"] as const;
+
+/**
+ * The storage classes a column admits on disk, as a mask: its declared type's, and NULL (NOT NULL is the
+ * integrity check's business; a rowid alias, INTEGER PRIMARY KEY, is stored as NULL). A REAL column
+ * stores whole values as integers, and reads them back as REAL.
+ */
+function admittedMask(declared: string): number {
+  const admitted = admittedClasses(declared);
+  if (admitted === null) return 0b11111;
+  let mask = 1;
+  for (const c of admitted) mask |= 1 << (STORAGE_CLASSES as readonly string[]).indexOf(c);
+  return admitted.includes("real") ? mask | 0b10 : mask;
+}
+
+/** The index in STORAGE_CLASSES of a record field's serial type (SQLite file format, "Record Format"). */
+function serialTypeClass(serialType: number): number {
+  if (serialType === 0) return 0;
+  if (serialType <= 6 || serialType === 8 || serialType === 9) return 1;
+  if (serialType === 7) return 2;
+  if (serialType >= 12) return serialType % 2 === 0 ? 4 : 3;
+  return 5; // 10 and 11 are reserved
+}
+
+/**
+ * Read-only access to the table b-trees of a serialized database (SQLite file format §1.6): enough to
+ * check the storage class of every field of every row. Throws invalid_snapshot on anything malformed.
+ */
+class DatabaseFile {
+  private readonly pageSize: number;
+  private readonly usable: number;
+  /** Where the last `varint` read ended. */
+  private next = 0;
+
+  constructor(private readonly bytes: Buffer) {
+    const raw = bytes.readUInt16BE(16);
+    this.pageSize = raw === 1 ? 65536 : raw;
+    this.usable = this.pageSize - bytes[20]!;
+  }
+
+  /** Whether a page is a table b-tree page (interior 0x05 or leaf 0x0d), not an index one. */
+  isTablePage(page: number): boolean {
+    const type = this.bytes[this.headerOffset(page)];
+    return type === 0x05 || type === 0x0d;
+  }
+
+  /** The first row, in rowid order, of the table rooted at `root` with a field whose class `masks` does not admit. */
+  findMistyped(root: number, masks: readonly number[]): { rowid: number; field: number; classIndex: number } | null {
+    const pending = [root];
+    const seen = new Set<number>();
+    while (pending.length > 0) {
+      const page = pending.pop()!;
+      if (seen.has(page)) throw malformed(`page ${page} is reached twice`);
+      seen.add(page);
+      const header = this.headerOffset(page);
+      const type = this.bytes[header];
+      if (type !== 0x05 && type !== 0x0d) throw malformed(`page ${page} is not a table b-tree page`);
+      const start = (page - 1) * this.pageSize;
+      const count = this.bytes.readUInt16BE(header + 3);
+      const pointers = header + (type === 0x05 ? 12 : 8);
+      if (type === 0x05) {
+        // Children right to left on a stack: rows come out in rowid order.
+        pending.push(this.bytes.readUInt32BE(header + 8));
+        for (let i = count - 1; i >= 0; i--) pending.push(this.bytes.readUInt32BE(start + this.bytes.readUInt16BE(pointers + 2 * i)));
+        continue;
+      }
+      for (let i = 0; i < count; i++) {
+        const found = this.findMistypedField(start + this.bytes.readUInt16BE(pointers + 2 * i), masks);
+        if (found) return found;
+      }
+    }
+    return null;
+  }
+
+  /** The first field of a leaf cell's record that its mask does not admit, with the cell's rowid. */
+  private findMistypedField(cell: number, masks: readonly number[]): { rowid: number; field: number; classIndex: number } | null {
+    const payloadSize = this.varint(this.bytes, cell);
+    const rowid = this.varint(this.bytes, this.next);
+    const payloadStart = this.next;
+    const local = this.localSize(payloadSize);
+    if (payloadStart + local > this.bytes.length) throw malformed("a cell runs past the end of the file");
+    let record = this.bytes;
+    let at = payloadStart;
+    const headerSize = this.varint(record, at);
+    if (headerSize > local) {
+      // The record header reaches into overflow pages (a table of many columns, small pages).
+      record = this.payload(payloadStart, payloadSize, local);
+      at = 0;
+      this.varint(record, at);
+    }
+    const end = at + headerSize;
+    for (let field = 0, p = this.next; p < end; field++) {
+      const classIndex = serialTypeClass(this.varint(record, p));
+      p = this.next;
+      if ((((masks[field] ?? 0b11111) >> classIndex) & 1) === 0) return { rowid, field, classIndex };
+    }
+    return null;
+  }
+
+  /** How much of a payload of `size` bytes a table leaf cell holds itself (the rest is in overflow pages). */
+  private localSize(size: number): number {
+    const maxLocal = this.usable - 35;
+    const minLocal = Math.floor(((this.usable - 12) * 32) / 255) - 23;
+    const spill = minLocal + ((size - minLocal) % (this.usable - 4));
+    return size <= maxLocal ? size : spill <= maxLocal ? spill : minLocal;
+  }
+
+  /** A whole payload: its local part and its overflow pages. */
+  private payload(start: number, size: number, local: number): Buffer {
+    const parts = [this.bytes.subarray(start, start + local)];
+    let remaining = size - local;
+    let overflow = this.bytes.readUInt32BE(start + local);
+    const seen = new Set<number>();
+    while (remaining > 0) {
+      const at = (overflow - 1) * this.pageSize;
+      if (overflow < 1 || at + this.pageSize > this.bytes.length || seen.has(overflow)) throw malformed(`overflow page ${overflow} is out of range or reached twice`);
+      seen.add(overflow);
+      const take = Math.min(remaining, this.usable - 4);
+      parts.push(this.bytes.subarray(at + 4, at + 4 + take));
+      remaining -= take;
+      overflow = this.bytes.readUInt32BE(at);
+    }
+    return Buffer.concat(parts);
+  }
+
+  private headerOffset(page: number): number {
+    if (!Number.isInteger(page) || page < 1 || page * this.pageSize > this.bytes.length) throw malformed(`page ${page} is out of range`);
+    return (page - 1) * this.pageSize + (page === 1 ? 100 : 0);
+  }
+
+  /** A SQLite varint (1-9 bytes, big-endian) at `offset` as a number; `next` is set to the offset after it. */
+  private varint(bytes: Buffer, offset: number): number {
+    let value = 0;
+    for (let i = 0; i < 9; i++) {
+      const byte = bytes[offset + i];
+      if (byte === undefined) throw malformed("a varint runs past the end of its buffer");
+      if (i === 8) {
+        this.next = offset + 9;
+        return value * 256 + byte;
+      }
+      value = value * 128 + (byte & 0x7f);
+      if (byte < 0x80) {
+        this.next = offset + i + 1;
+        return value;
+      }
+    }
+    return value;
+  }
+}
+
+function malformed(why: string): ValidationError {
+  return new ValidationError("invalid_snapshot", `database file is malformed: ${why}`);
+}
+
+// ----- bounded functions -----------------------------------------------------------------------------
+
+/**
+ * SQL for `hex` and `replace` on the plain connection: the result when its size fits MAX_VALUE_BYTES, and
+ * the size, computed without building the result (replace's from the occurrences it removes).
+ */
+const SIZED_BUILTINS = {
+  hex: `SELECT CASE WHEN size <= ${MAX_VALUE_BYTES} THEN hex(@x) END, size FROM (SELECT 2 * coalesce(octet_length(@x), 0) AS size)`,
+  replace: `SELECT CASE WHEN coalesce(size, 0) <= ${MAX_VALUE_BYTES} THEN replace(@x, @y, @z) END, size FROM (SELECT
+    octet_length(@x) + (octet_length(@x) - octet_length(replace(@x, @y, ''))) / octet_length(@y) * (octet_length(@z) - octet_length(@y)) AS size)`,
+} as const;
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** A REAL as SQLite turns it into an integer: truncated, clamped to the 64-bit range. */
+function doubleToInt64(value: number): bigint {
+  if (Number.isNaN(value)) return 0n;
+  if (value <= -9223372036854775808) return INT64_MIN;
+  if (value >= 9223372036854775807) return INT64_MAX;
+  return BigInt(Math.trunc(value));
+}
+
+/** A requested blob size raised to `min`, or size_limit when it exceeds MAX_VALUE_BYTES. */
+function boundedSize(fn: string, requested: bigint, min: number): number {
+  const size = requested < BigInt(min) ? BigInt(min) : requested;
+  if (size > BigInt(MAX_VALUE_BYTES)) throw valueTooLarge(fn, size);
+  return Number(size);
+}
+
+function valueTooLarge(fn: string, size: bigint): SandboxError {
+  return new SandboxError("size_limit", `SQL error: ${fn}() could make a value of ${size} bytes; the sandbox allows ${MAX_VALUE_BYTES} (MAX_VALUE_BYTES)`, {
+    limit: "MAX_VALUE_BYTES",
+    max: MAX_VALUE_BYTES,
+    function: fn,
+  });
+}
+
+/** A function argument's text as SQLite's printf reads a format (blobs as UTF-8; numbers hold no `%`). */
+function textOf(value: unknown): string {
+  if (typeof value === "string") return value;
+  return value instanceof Uint8Array ? Buffer.from(value).toString("utf8") : "";
+}
+
+/** An upper bound of a value's length as text, in bytes. */
+function textBytes(value: unknown): number {
+  if (typeof value === "string") return Buffer.byteLength(value, "utf8");
+  if (value instanceof Uint8Array) return value.byteLength;
+  return value === null || value === undefined ? 0 : 32;
+}
+
+/** printf conversions that take an argument. `%%` and `%n` take none; any other letter ends SQLite's output. */
+const PRINTF_CONVERSIONS = new Set("dsgzqQwcouxXfeEGipr");
+const PRINTF_FLAGS = new Set("-+ #!0,");
+/** The most one conversion writes beyond its width, precision and argument (the digits of a huge REAL). */
+const PRINTF_CONVERSION_BYTES = 512n;
+
+/**
+ * What a printf format's conversions can add to the text of its arguments, parsed as SQLite parses it:
+ * each conversion's width plus its precision (4 bytes per unit for %c, which repeats a character),
+ * literal or read from a `*` argument with `intArg`, plus PRINTF_CONVERSION_BYTES.
+ */
+function printfGrowth(format: string, intArg: (index: number) => bigint): bigint {
+  const abs = (n: bigint): bigint => (n < 0n ? -n : n);
+  let growth = 0n;
+  let arg = 1;
+  let i = format.indexOf("%");
+  while (i >= 0) {
+    i++;
+    while (PRINTF_FLAGS.has(format[i] ?? "")) i++;
+    const sizes: bigint[] = [];
+    for (const part of ["width", "precision"] as const) {
+      if (part === "precision") {
+        if (format[i] !== ".") break;
+        i++;
+      }
+      if (format[i] === "*") {
+        sizes.push(abs(intArg(arg++)));
+        i++;
+        continue;
+      }
+      const start = i;
+      while (/[0-9]/.test(format[i] ?? "")) i++;
+      sizes.push(i > start ? BigInt(format.slice(start, i)) : 0n);
+    }
+    if (format[i] === "l") i++;
+    if (format[i] === "l") i++;
+    const type = format[i] ?? "";
+    if (type !== "%" && type !== "n") {
+      if (!PRINTF_CONVERSIONS.has(type)) break;
+      arg++;
+    }
+    const [width = 0n, precision = 0n] = sizes;
+    growth += width + (type === "c" ? 4n : 1n) * precision + PRINTF_CONVERSION_BYTES;
+    i = format.indexOf("%", i + 1);
+  }
+  return growth;
+}
+
+// ----- agent SQL limits ------------------------------------------------------------------------------
+
+/** A non-negative integer limit of `query`'s options, or its default. */
+function limitOption(options: SqlQueryOptions, name: keyof SqlQueryOptions, fallback: number): number {
+  const value = options[name] ?? fallback;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new ValidationError("invalid_argument", `${name} must be a non-negative integer, got ${value}`);
+  }
+  return value;
+}
+
+/** The first rows that fit in `maxRows` rows and `maxResultBytes` bytes of values, and whether any were cut. */
+function takeRows(source: Iterable<unknown[]>, maxRows: number, maxResultBytes: number): { rows: unknown[][]; truncated: boolean } {
+  const rows: unknown[][] = [];
+  let bytes = 0;
+  for (const row of source) {
+    for (const value of row) bytes += textBytes(value);
+    // Leaving the loop early resets an iterated statement: nothing more is read.
+    if (rows.length >= maxRows || bytes > maxResultBytes) return { rows, truncated: true };
+    rows.push(row);
+  }
+  return { rows, truncated: false };
 }
 
 // ----- agent SQL checks ------------------------------------------------------------------------------

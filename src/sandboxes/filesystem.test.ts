@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SandboxError, ValidationError } from "../core/errors.js";
 import { canonicalJson, type JsonValue } from "../core/json.js";
-import { MemoryFileSystem, diffFileSystems, normalizePath } from "./filesystem.js";
+import { MAX_PROTECTIONS, MemoryFileSystem, diffFileSystems, fileSystemSnapshotSchema, normalizePath } from "./filesystem.js";
 
 /** Runs fn and returns the SandboxError code it throws (fails the test if it does not throw one). */
 function codeOf(fn: () => unknown): string {
@@ -393,6 +393,64 @@ describe("snapshot and restore", () => {
     big.writeFile("/f", "x".repeat(100));
     const small = new MemoryFileSystem({ maxFileBytes: 10 });
     expect(codeOf(() => small.restore(big.snapshot()))).toBe("invalid_snapshot");
+  });
+
+  /** A snapshot of `entries` files named /f0, /f1, ... of `content` each, and `protections` protections. */
+  const snapshotOf = (entries: number, content: string, protections = 0): JsonValue => ({
+    kind: "memory-fs",
+    version: 1,
+    entries: Array.from({ length: entries }, (_, i) => ({ path: `/f${i}`, type: "file", content })),
+    protections: Array.from({ length: protections }, (_, i) => ({ prefix: `/p${i}`, mode: "read-only" })),
+  });
+
+  const overLimits: Array<[string, JsonValue, RegExp]> = [
+    ["a file over maxFileBytes", snapshotOf(1, "é".repeat(6)), /\/f0 is 12 bytes; the limit is 10 \(maxFileBytes\)/],
+    ["files over maxTotalBytes", snapshotOf(5, "x".repeat(10)), /files of 50 bytes in all; the limit is 40 \(maxTotalBytes\)/],
+    ["more entries than maxNodes", snapshotOf(6, ""), /6 entries; the limit is 5 \(maxNodes\)/],
+    ["more protections than MAX_PROTECTIONS", snapshotOf(0, "", MAX_PROTECTIONS + 1), new RegExp(`${MAX_PROTECTIONS + 1} protections; the limit is ${MAX_PROTECTIONS} \\(MAX_PROTECTIONS\\)`)],
+    ["a duplicate protection", { ...(snapshotOf(0, "") as object), protections: [{ prefix: "/a", mode: "hidden" }, { prefix: "/a", mode: "read-only" }] }, /duplicate protection \/a/],
+    ["a path over MAX_PATH_LENGTH", { ...(snapshotOf(0, "") as object), entries: [{ path: `/${"d/".repeat(2100)}f`, type: "file", content: "" }] }, /entry 0 has an invalid path/],
+  ];
+
+  it.each(overLimits)("refuses %s, naming the limit, and keeps the state", (_name, snapshot, message) => {
+    const fs = new MemoryFileSystem({ maxFileBytes: 10, maxTotalBytes: 40, maxNodes: 5 });
+    fs.writeFile("/kept", "k");
+    const before = canonicalJson(fs.snapshot());
+    let error: unknown;
+    try {
+      fs.restore(snapshot);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).code).toBe("invalid_snapshot");
+    expect((error as ValidationError).message).toMatch(message);
+    expect(canonicalJson(fs.snapshot())).toBe(before);
+  });
+
+  it("counts entries before parsing them: an oversized snapshot is refused before its first entry is read", () => {
+    const fs = new MemoryFileSystem({ maxNodes: 10 });
+    const snapshot = { kind: "memory-fs", version: 1, entries: new Array<JsonValue>(200_000).fill(null), protections: [] };
+    expect(() => fs.restore(snapshot)).toThrow(/200000 entries; the limit is 10 \(maxNodes\)/);
+  });
+
+  it("holds protections to MAX_PROTECTIONS live too", () => {
+    const fs = new MemoryFileSystem();
+    for (let i = 0; i < MAX_PROTECTIONS; i++) fs.protect(`/p${i}`, "read-only");
+    fs.protect("/p0", "hidden");
+    expect(codeOf(() => fs.protect("/one-more", "read-only"))).toBe("size_limit");
+  });
+
+  it("describes its snapshots with a zod schema that refuses unknown keys and counts over the limits", () => {
+    const fs = seeded({ maxNodes: 7 });
+    fs.protect("/tmp", "hidden");
+    const schema = fileSystemSnapshotSchema(fs.limits);
+    const snapshot = fs.snapshot() as { [key: string]: JsonValue };
+    expect(schema.safeParse(snapshot).success).toBe(true);
+    expect(schema.safeParse({ ...snapshot, extra: 1 }).success).toBe(false);
+    expect(schema.safeParse({ ...snapshot, entries: [{ path: "/a", type: "dir", content: "" }] }).success).toBe(false);
+    expect(fileSystemSnapshotSchema({ maxNodes: 6 }).safeParse(snapshot).success).toBe(false);
+    expect(fileSystemSnapshotSchema({ maxFileBytes: 3 }).safeParse(snapshot).success).toBe(false);
   });
 });
 

@@ -6,7 +6,12 @@
  * Two views share one state: the default (agent) view enforces the jail, protections and the access
  * mode; `asOwner()` returns the environment's view, which bypasses all three (it still respects the
  * size limits, which protect the process rather than the task).
+ *
+ * `restore` holds a snapshot to the same limits as the live tree (file size, total size, node count,
+ * path syntax and length, at most MAX_PROTECTIONS distinct protections), so a restored tree never holds
+ * what the live one could not; `fileSystemSnapshotSchema` is the zod schema of a snapshot's shape.
  */
+import { z } from "zod";
 import { SandboxError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AccessMode, Sandbox } from "./sandbox.js";
@@ -54,6 +59,8 @@ export interface ProtectionEntry {
 export const MAX_PATH_LENGTH = 4096;
 /** Longest accepted path component, in characters (NAME_MAX). */
 export const MAX_NAME_LENGTH = 255;
+/** Most protections one file system holds: each path operation checks every one of them. */
+export const MAX_PROTECTIONS = 64;
 /** Limits used when the constructor does not give one. */
 export const DEFAULT_LIMITS: Readonly<FileSystemLimits> = Object.freeze({
   maxFileBytes: 1024 * 1024,
@@ -263,7 +270,11 @@ export class MemoryFileSystem implements Sandbox {
     if (typeof prefix !== "string" || !prefix.startsWith("/")) {
       throw new ValidationError("invalid_argument", "protection prefix must be an absolute path", { prefix });
     }
-    this.core.protections.set(normalizePath(prefix), mode);
+    const abs = normalizePath(prefix);
+    if (!this.core.protections.has(abs) && this.core.protections.size >= MAX_PROTECTIONS) {
+      throw new SandboxError("size_limit", `${abs}: too many protections (limit ${MAX_PROTECTIONS})`, { limit: "MAX_PROTECTIONS", max: MAX_PROTECTIONS });
+    }
+    this.core.protections.set(abs, mode);
   }
 
   /** Removes the protection set on exactly this prefix (no-op when none). */
@@ -511,8 +522,16 @@ export class MemoryFileSystem implements Sandbox {
     return { kind: SNAPSHOT_KIND, version: SNAPSHOT_VERSION, entries, protections };
   }
 
-  /** Replaces all state (entries and protections) with a snapshot; throws `invalid_snapshot` on bad input. */
+  /**
+   * Replaces all state (entries and protections) with a snapshot; throws `invalid_snapshot` on bad input
+   * and on a tree over this file system's limits, naming the limit. A refused snapshot changes nothing.
+   */
   restore(snapshot: JsonValue): void {
+    const { maxFileBytes, maxTotalBytes, maxNodes } = this.core.limits;
+    const counts = snapshotCounts(snapshot);
+    // Counted before anything is parsed: an oversized snapshot costs no more than its length.
+    if (counts.entries > maxNodes) throw invalidSnapshot(`${counts.entries} entries; the limit is ${maxNodes} (maxNodes)`);
+    if (counts.protections > MAX_PROTECTIONS) throw invalidSnapshot(`${counts.protections} protections; the limit is ${MAX_PROTECTIONS} (MAX_PROTECTIONS)`);
     const parsed = parseSnapshot(snapshot);
     const root = newDir();
     let totalBytes = 0;
@@ -527,14 +546,13 @@ export class MemoryFileSystem implements Sandbox {
         dirs.set(entry.path, dir);
       } else {
         const size = Buffer.byteLength(entry.content, "utf8");
-        if (size > this.core.limits.maxFileBytes) throw invalidSnapshot(`${entry.path} exceeds maxFileBytes`);
+        if (size > maxFileBytes) throw invalidSnapshot(`${entry.path} is ${size} bytes; the limit is ${maxFileBytes} (maxFileBytes)`);
         parent.children.set(baseName(entry.path), { type: "file", content: entry.content, size });
         totalBytes += size;
       }
       nodeCount += 1;
     }
-    if (totalBytes > this.core.limits.maxTotalBytes) throw invalidSnapshot("snapshot exceeds maxTotalBytes");
-    if (nodeCount > this.core.limits.maxNodes) throw invalidSnapshot("snapshot exceeds maxNodes");
+    if (totalBytes > maxTotalBytes) throw invalidSnapshot(`files of ${totalBytes} bytes in all; the limit is ${maxTotalBytes} (maxTotalBytes)`);
     this.core.root = root;
     this.core.totalBytes = totalBytes;
     this.core.nodeCount = nodeCount;
@@ -752,6 +770,35 @@ function invalidSnapshot(reason: string): ValidationError {
   return new ValidationError("invalid_snapshot", `invalid file system snapshot: ${reason}`);
 }
 
+/** How many entries and protections a snapshot lists (0 where it lists none: parsing reports the shape). */
+function snapshotCounts(snapshot: unknown): { entries: number; protections: number } {
+  const length = (value: unknown): number => (Array.isArray(value) ? value.length : 0);
+  return isRecord(snapshot) ? { entries: length(snapshot.entries), protections: length(snapshot.protections) } : { entries: 0, protections: 0 };
+}
+
+/**
+ * The zod schema of exactly what `snapshot()` returns for a file system with these limits (its shape and
+ * the limits a schema can see: entry and protection counts, path and file lengths; a file's UTF-8 size is
+ * at least its length). `restore` checks the rest: path syntax, parents, UTF-8 and total sizes.
+ */
+export function fileSystemSnapshotSchema(limits: Partial<FileSystemLimits> = {}) {
+  const { maxFileBytes, maxNodes } = { ...DEFAULT_LIMITS, ...limits };
+  const path = z.string().min(1).max(MAX_PATH_LENGTH);
+  return z.strictObject({
+    kind: z.literal(SNAPSHOT_KIND),
+    version: z.literal(SNAPSHOT_VERSION),
+    entries: z
+      .array(
+        z.discriminatedUnion("type", [
+          z.strictObject({ path, type: z.literal("dir") }),
+          z.strictObject({ path, type: z.literal("file"), content: z.string().max(maxFileBytes) }),
+        ]),
+      )
+      .max(maxNodes),
+    protections: z.array(z.strictObject({ prefix: path, mode: z.enum(["read-only", "hidden"]) })).max(MAX_PROTECTIONS),
+  });
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -784,10 +831,13 @@ function parseSnapshot(snapshot: unknown): ParsedSnapshot {
     throw invalidSnapshot(`entry ${raw.path} has an invalid type or content`);
   });
   entries.sort((a, b) => byCodeUnit(a.path, b.path));
+  const prefixes = new Set<string>();
   const protections: ProtectionEntry[] = snapshot.protections.map((raw, i) => {
     if (!isRecord(raw) || (raw.prefix !== "/" && !validPath(raw.prefix))) {
       throw invalidSnapshot(`protection ${i} has an invalid prefix`);
     }
+    if (prefixes.has(raw.prefix as string)) throw invalidSnapshot(`duplicate protection ${raw.prefix as string}`);
+    prefixes.add(raw.prefix as string);
     if (raw.mode !== "read-only" && raw.mode !== "hidden") throw invalidSnapshot(`protection ${i} has an invalid mode`);
     return { prefix: raw.prefix as string, mode: raw.mode };
   });

@@ -3,13 +3,13 @@
  * verify the customer, investigate the charges, apply the written refund policy, act (refund, credit,
  * escalate, or nothing) and tell the customer what it did.
  */
+import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type MessageOutcome } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
 import type { Rng } from "../../core/rng.js";
 import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
-import { SqlDatabase } from "../../sandboxes/database.js";
 import type { ToolOverrides } from "../../tools/profile.js";
 import { initialCustomerState, longDate, REFUSAL, ScriptedCustomer, type CustomerEnd, type CustomerModel } from "./customer.js";
 import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from "./policy.js";
@@ -17,6 +17,7 @@ import { QUERIES } from "./queries.js";
 import { billingTasks, ENV_ID, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS, violate } from "./tools.js";
 import { billingState, outcomeVerifier, type BillingState } from "./verifier.js";
+import { restoreWorld, snapshotWorld, worldSchema } from "./snapshot.js";
 import { capOf, createDatabase, type Session, type World } from "./world.js";
 
 /** Constructor options: the standard ones plus an optional forced scenario (tests, curricula). */
@@ -61,6 +62,7 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
   };
   readonly tasks;
   private readonly scenarioKey: string;
+  private schema?: z.ZodType;
 
   constructor(options: BillingDisputeOptions = {}) {
     super(options);
@@ -177,14 +179,16 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
   }
 
   protected snapshotWorld(world: World): JsonValue {
-    return { db: world.db.snapshot(), session: world.session as unknown as JsonValue };
+    return snapshotWorld(world);
+  }
+
+  protected override worldSchema(): z.ZodType {
+    this.schema ??= worldSchema(this.maxSteps);
+    return this.schema;
   }
 
   protected restoreWorld(state: JsonValue, task: Task): World {
-    const s = state as { db: JsonValue; session: JsonValue };
-    const db = SqlDatabase.fromSnapshot(s.db, { clock: { now: () => task.today } });
-    // The base hands restoreWorld a private copy of the snapshot, so the session can be taken as is.
-  return { db, session: s.session as unknown as Session };
+    return restoreWorld(state, task);
   }
 
   // ---- reference solver ------------------------------------------------------------------------------

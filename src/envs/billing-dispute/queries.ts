@@ -1,7 +1,7 @@
 /**
- * Every SQL statement the billing-dispute tools (and the customer's turn) run, in one place: the code uses
- * them by name, and the world compiles the first ones of an investigation when an episode's database
- * opens (see `createDatabase`).
+ * Every SQL statement the billing-dispute tools (and the customer's turn, and restore's checks) run, in one
+ * place: the code uses them by name, and the world compiles the first ones of an investigation when an
+ * episode's database opens (see `createDatabase`).
  */
 export const QUERIES = {
   customerById: "SELECT id, name FROM customers WHERE id = ?",
@@ -31,4 +31,8 @@ export const QUERIES = {
   setEscalationRef: "UPDATE escalations SET ref = ? WHERE id = ?",
   failedVerification: "SELECT 1 AS ok FROM verification_log WHERE customer_id = ? AND success = 0 LIMIT 1",
   insertNote: "INSERT INTO account_notes (customer_id, author, body, created_at) VALUES (?, ?, ?, ?)",
+  /** The ledger rows an agent created: every escalation, and refunds and credits without a seeded (5-digit) reference. */
+  agentLedger: `SELECT 'refund' AS kind, id, ref, customer_id, charge_id, amount_cents FROM refunds WHERE ref NOT GLOB 'RF-[0-9][0-9][0-9][0-9][0-9]'
+    UNION ALL SELECT 'credit', id, ref, customer_id, charge_id, amount_cents FROM credits WHERE ref NOT GLOB 'CR-[0-9][0-9][0-9][0-9][0-9]'
+    UNION ALL SELECT 'escalation', id, ref, customer_id, charge_id, amount_cents FROM escalations`,
 } as const;

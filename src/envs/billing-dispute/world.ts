@@ -2,7 +2,8 @@
  * The world of a billing-dispute episode: a SQLite database seeded from the task (the billing system)
  * plus the conversation state (verification, the customer's state machine, actions taken, violations).
  */
-import { formatUtc, SqlDatabase } from "../../sandboxes/database.js";
+import type { JsonValue } from "../../core/json.js";
+import { formatUtc, SqlDatabase, type DatabaseSchema } from "../../sandboxes/database.js";
 import type { Task } from "./tasks.js";
 import type { CustomerState } from "./customer.js";
 import { RULES } from "./policy.js";
@@ -190,6 +191,12 @@ export function capOf(task: Task): number {
   return RULES.tierCapsCents[task.agent.tier];
 }
 
+/**
+ * The largest a billing database may grow: far above any episode's (a hard task's seeded database is
+ * ~50 KB; every step adds a few rows at most), far below what the host could hold per session.
+ */
+export const MAX_DATABASE_BYTES = 4 * 1024 * 1024;
+
 /** The empty schema, serialized once: every database starts from these bytes. */
 let schemaBytes: Buffer | null = null;
 function emptySchema(): Buffer {
@@ -204,6 +211,34 @@ function emptySchema(): Buffer {
     }
   }
   return schemaBytes;
+}
+
+let expectedSchema: DatabaseSchema | null = null;
+/** What every billing database looks like (file format and schema objects), read once from the empty schema. */
+export function databaseSchema(): DatabaseSchema {
+  if (expectedSchema === null) {
+    const db = SqlDatabase.fromBytes(emptySchema());
+    try {
+      expectedSchema = db.readSchema();
+    } finally {
+      db.close();
+    }
+  }
+  return expectedSchema;
+}
+
+/**
+ * A task's database from a snapshot, refused (invalid_snapshot) unless it has exactly the billing schema,
+ * passes SQLite's integrity check and holds only values of its columns' declared types: nothing the
+ * environment did not write can run in it, and every read the tools make returns what they expect.
+ */
+export function restoreDatabase(snapshot: JsonValue, task: Task): SqlDatabase {
+  return SqlDatabase.fromSnapshot(snapshot, { ...databaseOptions(task), schema: databaseSchema(), strictTypes: true });
+}
+
+/** The clock and size cap of a task's database, fresh or restored. */
+function databaseOptions(task: Task) {
+  return { clock: { now: () => task.today }, maxBytes: MAX_DATABASE_BYTES };
 }
 
 /**
@@ -231,7 +266,7 @@ export function createDatabase(task: Task, key?: string): SqlDatabase {
 }
 
 function seededDatabase(task: Task, key: string | undefined): SqlDatabase {
-  const options = { clock: { now: () => task.today } };
+  const options = databaseOptions(task);
   const cached = key === undefined ? undefined : SEED_CACHE.get(key);
   if (cached !== undefined) return SqlDatabase.fromBytes(cached, options);
   const db = SqlDatabase.fromBytes(emptySchema(), options);

@@ -3,6 +3,7 @@
  * injected bug(s) with the file tools, the terminal and run_tests, fixes the source (not the tests), and
  * says it is done. Hidden tests with other inputs decide whether each bug is really fixed.
  */
+import type { z } from "zod";
 import type { Action } from "../../core/contract.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
@@ -12,7 +13,8 @@ import { unifiedDiff } from "./patch.js";
 import { codeRepairTasks, ENV_ID, PROJECT_ROOT, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
-import { createProject, restoreProject, snapshotProject, type World } from "./world.js";
+import { createProject, type World } from "./world.js";
+import { restoreWorld, snapshotWorld, WORLD_SCHEMA } from "./snapshot.js";
 
 /** Constructor options: the standard ones plus an optional forced variant (tests, curricula). */
 export interface CodeRepairOptions extends EnvironmentOptions {
@@ -73,11 +75,15 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
   }
 
   protected snapshotWorld(world: World): JsonValue {
-    return snapshotProject(world);
+    return snapshotWorld(world);
+  }
+
+  protected override worldSchema(): z.ZodType {
+    return WORLD_SCHEMA;
   }
 
   protected restoreWorld(state: JsonValue): World {
-    return restoreProject(state);
+    return restoreWorld(state);
   }
 
   // ---- reference solver ------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ export const FS_OPTIONS: FileSystemOptions = {
   maxNodes: 1_000,
 };
 
-function newTerminal(fs: MemoryFileSystem): Terminal {
+/** The agent's shell over the project, as a fresh episode starts it. */
+export function newTerminal(fs: MemoryFileSystem): Terminal {
   return new Terminal(fs, { cwd: PROJECT_ROOT, env: { HOME: PROJECT_ROOT }, user: "dev", host: "sandbox" });
 }
 
@@ -33,21 +34,6 @@ export function createProject(task: Task): World {
   owner.mkdir(PROJECT_ROOT, { parents: true });
   for (const path of Object.keys(task.files).sort()) owner.writeFile(`${PROJECT_ROOT}/${path}`, task.files[path]!, { parents: true });
   return { fs, terminal: newTerminal(fs) };
-}
-
-/** The world as JSON. */
-export function snapshotProject(world: World): JsonValue {
-  return { fs: world.fs.asOwner().snapshot(), terminal: world.terminal.snapshot() };
-}
-
-/** Rebuild a world from `snapshotProject` output. */
-export function restoreProject(state: JsonValue): World {
-  const s = state as { fs: JsonValue; terminal: JsonValue };
-  const fs = new MemoryFileSystem(FS_OPTIONS);
-  fs.restore(s.fs);
-  const terminal = newTerminal(fs);
-  terminal.restore(s.terminal);
-  return { fs, terminal };
 }
 
 /** A path relative to the project root ("src/a.js") for an absolute one inside it. */
@@ -66,7 +52,7 @@ export function projectFiles(fs: MemoryFileSystem): Record<string, string> {
   return out;
 }
 
-/** The files of a `snapshotProject` state, as project-relative path -> content. */
+/** The files of a snapshotted world (`snapshotWorld`), as project-relative path -> content. */
 export function snapshotFiles(state: JsonValue): Record<string, string> {
   const fs = (state as { fs: { entries: Array<{ path: string; type: string; content?: string }> } }).fs;
   const out: Record<string, string> = {};

@@ -4,6 +4,7 @@
  * the attack (firewall blocks, account locks and credential resets) without cutting off legitimate
  * traffic, and files an incident report with the indicators.
  */
+import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type MessageOutcome } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
@@ -12,7 +13,8 @@ import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
 import { CONN_LOG, ENV_ID, incidentTasks, isoTime, RULES, TECHNIQUE_OF, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
-import { buildWorld, initialState, restoreWorld, snapshotWorld, type World } from "./world.js";
+import { buildWorld, initialState, type World } from "./world.js";
+import { restoreWorld, snapshotWorld, worldSchema } from "./snapshot.js";
 
 /** Constructor options: the standard ones plus an optional forced scenario (tests, curricula). */
 export interface IncidentResponseOptions extends EnvironmentOptions {
@@ -64,6 +66,7 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
     },
   };
   readonly tasks;
+  private schema?: z.ZodType;
 
   constructor(options: IncidentResponseOptions = {}) {
     super(options);
@@ -112,6 +115,11 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
 
   protected snapshotWorld(world: World): JsonValue {
     return snapshotWorld(world);
+  }
+
+  protected override worldSchema(): z.ZodType {
+    this.schema ??= worldSchema(this.maxSteps);
+    return this.schema;
   }
 
   protected restoreWorld(state: JsonValue, task: Task): World {

@@ -12,6 +12,7 @@ import { isWithin, normalizePath } from "../../sandboxes/filesystem.js";
 import { parseCommandLine, ShellSyntaxError, type Script } from "../../sandboxes/terminal.js";
 import type { Word } from "../../sandboxes/terminal/parser.js";
 import { expandPlain, expandWords, type ExpandEnv } from "../../sandboxes/terminal/expand.js";
+import { WorkBudget } from "../../sandboxes/terminal/limits.js";
 import type { PermissionDecision, ToolContext } from "../../tools/define.js";
 import { toolsFor } from "../../tools/define.js";
 import { terminalTool } from "../../tools/terminal-tool.js";
@@ -105,7 +106,10 @@ function touchesEvidence(abs: string): boolean {
 export function evidenceGuard(command: string, ctx: Ctx): PermissionDecision {
   const terminal = ctx.world.terminal;
   const vars = terminal.env;
-  const env: ExpandEnv = { param: (name) => vars[name], fs: terminal.fs, cwd: terminal.cwd };
+  // One budget for the whole line, as the shell has: expanding word by word with a fresh budget each
+  // let a line of many expensive globs cost seconds here before the shell refused it in microseconds.
+  // Past the budget, words stay as written; the evidence tree is read-only whatever this check sees.
+  const env: ExpandEnv = { param: (name) => vars[name], fs: terminal.fs, cwd: terminal.cwd, budget: new WorkBudget() };
   const { writes, dirs } = writeTargets(command, env);
   const bases = [terminal.cwd];
   for (const d of dirs) {

@@ -9,7 +9,6 @@
  * terminal's own state but not the log files (that keeps snapshots small and restores fast).
  */
 import type { JsonValue } from "../../core/json.js";
-import { ValidationError } from "../../core/errors.js";
 import { MemoryFileSystem } from "../../sandboxes/filesystem.js";
 import { Terminal } from "../../sandboxes/terminal.js";
 import type { Account, FirewallRule, Task, Technique } from "./tasks.js";
@@ -139,21 +138,4 @@ function shadowFile(accounts: readonly Account[], status: Record<string, Account
     lines.push(`${a.username}:${s?.locked ? "!" : ""}$6$rounds=5000$${a.username.slice(0, 4)}$<hash>:${s?.reset_required ? 0 : 19700}:0:99999:7:::`);
   }
   return `${lines.join("\n")}\n`;
-}
-
-/** The world's restorable state as JSON. */
-export function snapshotWorld(world: World): JsonValue {
-  return { state: world.state as unknown as JsonValue, terminal: world.terminal.snapshot() };
-}
-
-/** Rebuild a world from `snapshotWorld` output. */
-export function restoreWorld(snapshot: JsonValue, task: Task): World {
-  if (snapshot === null || typeof snapshot !== "object" || Array.isArray(snapshot)) throw new ValidationError("invalid_snapshot", "world snapshot must be an object");
-  const s = snapshot as { state?: JsonValue; terminal?: JsonValue };
-  const state = s.state as unknown as State | undefined;
-  if (!state || !Array.isArray(state.rules) || typeof state.accounts !== "object" || !Array.isArray(state.violations) || !Array.isArray(state.actions)) {
-    throw new ValidationError("invalid_snapshot", "world snapshot has no valid state");
-  }
-  // The base hands restoreWorld a private copy of the snapshot, so the state can be taken as is.
-  return buildWorld(task, state, s.terminal);
 }

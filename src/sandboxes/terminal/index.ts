@@ -3,6 +3,7 @@ export {
   DEFAULT_MAX_OUTPUT_BYTES,
   MAX_COMMAND_LINE_BYTES,
   Terminal,
+  TERMINAL_STATE_SCHEMA,
   type RunResult,
   type TerminalOptions,
   type TerminalState,

@@ -12,7 +12,8 @@
  */
 import { SandboxError, ValidationError } from "../../core/errors.js";
 import type { JsonValue } from "../../core/json.js";
-import { normalizePath, type MemoryFileSystem } from "../filesystem.js";
+import { z } from "zod";
+import { MAX_PATH_LENGTH, normalizePath, type MemoryFileSystem } from "../filesystem.js";
 import { COMMANDS } from "./commands/index.js";
 import { OutputBuffer, errorText, type CommandContext, type ShellState, type Sink } from "./context.js";
 import { expandPlain, expandWords, type ExpandEnv } from "./expand.js";
@@ -65,6 +66,18 @@ export interface TerminalState {
   env: Record<string, string>;
   lastExitCode: number;
 }
+
+/**
+ * The schema of `Terminal.snapshot()`, for environments' `worldSchema`: exactly the fields a terminal
+ * writes, names that are shell names, values within the variable limit (`restore` checks the total too).
+ */
+export const TERMINAL_STATE_SCHEMA = z.strictObject({
+  kind: z.literal("terminal"),
+  version: z.literal(1),
+  cwd: z.string().min(1).max(MAX_PATH_LENGTH),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(MAX_VARIABLE_LENGTH)),
+  lastExitCode: z.number().int().min(0).max(255),
+});
 
 const NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const BIN_DIRS = new Set(["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"]);
