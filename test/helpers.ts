@@ -1,6 +1,11 @@
 import { expect } from "vitest";
 import { LlmixError } from "../src/index.js";
-import { fingerprint } from "../src/core/json.js";
+import type { Action, StepResult } from "../src/core/contract.js";
+import type { EnvironmentSnapshot } from "../src/core/environment.js";
+import { canonicalJson, fingerprint } from "../src/core/json.js";
+import { toDecision } from "../src/core/policy.js";
+import { Rng } from "../src/core/rng.js";
+import { randomPolicy } from "../src/rollout/policies/random.js";
 import type { AnyEnvironment, EnvironmentEntry } from "../src/core/registry.js";
 import type { RolloutConfig } from "../src/rollout/plan.js";
 import { generateTask, taskFingerprint } from "../src/tasks/generator.js";
@@ -41,4 +46,49 @@ export function rolloutConfig(over: Partial<RolloutConfig> = {}): RolloutConfig 
     env: "billing-dispute", policy: "noisy-oracle:0.3", policy_checkpoint: null, n: 8, group: 4, difficulties: ["easy"], split: null,
     task_ids: null, seed: 5, timeout_ms: 60_000, env_options: {}, modules: [], ...over,
   };
+}
+
+/** The error a promise rejects with (the test fails if it resolves). */
+export async function rejection<E = LlmixError>(promise: Promise<unknown>): Promise<E> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as E;
+  }
+  throw new Error("expected a rejection");
+}
+
+/**
+ * Snapshot -> restore -> snapshot after every step of many episodes, on a second instance: each must be
+ * byte-identical, so an environment's worldSchema and restore checks accept everything it produces.
+ * Episode i runs task `ids[i]` with seed i, its actions drawn from the reference solver or, with
+ * probability `randomShares[i % n]`, a random policy; returns how many restores were checked.
+ */
+export async function expectRoundTrips(create: () => AnyEnvironment, ids: readonly string[], options: { messageRate: number; randomShares: readonly number[] }): Promise<number> {
+  let restores = 0;
+  for (const [i, id] of ids.entries()) {
+    const env = create();
+    const peer = create();
+    let observation = await env.reset(id, i);
+    const reference = env.referenceSolver();
+    const random = randomPolicy(id, { messageRate: options.messageRate });
+    const mix = Rng.fromKey("mix", id);
+    const randomShare = options.randomShares[i % options.randomShares.length] as number;
+    const history: Array<{ action: Action; result: StepResult }> = [];
+    for (let step = 1; step <= env.maxSteps; step++) {
+      const policy = mix.float() < randomShare ? random : reference;
+      const action = toDecision(await policy.act({ step, observation, tools: env.tools(), history })).action as Action;
+      const result = await env.step(action);
+      history.push({ action, result });
+      observation = result.observation;
+      const snapshot = JSON.parse(JSON.stringify(await env.snapshot())) as EnvironmentSnapshot;
+      await peer.restore(snapshot);
+      expect(canonicalJson(await peer.snapshot())).toBe(canonicalJson(snapshot));
+      restores++;
+      if (result.terminated || result.truncated) break;
+    }
+    await env.close();
+    await peer.close();
+  }
+  return restores;
 }

@@ -3,6 +3,7 @@
  * for byte; an edited world is refused with invalid_snapshot naming what is wrong, leaving the episode.
  */
 import { describe, expect, it } from "vitest";
+import { rejection } from "../helpers.js";
 import {
   canonicalJson,
   randomPolicy,
@@ -16,15 +17,6 @@ import {
 import { InventoryRestock } from "../../examples/inventory-restock.js";
 
 type Snapshot = EnvironmentSnapshot & { world: { stock: Record<string, number>; orders: Array<{ sku: string; quantity: number }> } };
-
-async function rejection(promise: Promise<unknown>): Promise<ValidationError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ValidationError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** An episode after the reference solver's first order. */
 async function orderedEpisode(): Promise<{ env: InventoryRestock; snapshot: Snapshot }> {

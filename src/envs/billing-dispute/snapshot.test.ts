@@ -8,28 +8,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { expectRoundTrips, rejection } from "../../../test/helpers.js";
 import type { Action, StepResult } from "../../core/contract.js";
 import type { EnvironmentSnapshot } from "../../core/environment.js";
 import { ValidationError } from "../../core/errors.js";
 import { canonicalJson } from "../../core/json.js";
 import { toDecision } from "../../core/policy.js";
-import { Rng } from "../../core/rng.js";
-import { randomPolicy } from "../../rollout/policies/random.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { BillingDispute } from "./env.js";
 import { FAMILIES, variantsFor } from "./tasks.js";
 import type { Session } from "./world.js";
 
 type Snapshot = EnvironmentSnapshot & { world: { db: { format: string; bytes: string; random: unknown }; session: Session } };
-
-async function rejection(promise: Promise<unknown>): Promise<ValidationError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ValidationError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** A copy of a snapshot whose database went through `sql` on a plain connection that may write the schema table. */
 function withDatabase(snapshot: Snapshot, sql: string): Snapshot {
@@ -79,30 +69,8 @@ async function refundEpisode(): Promise<{ env: BillingDispute; snapshot: Snapsho
 
 describe("snapshot -> restore -> snapshot", () => {
   it("is byte-identical after every step of many episodes (reference solver mixed with random actions)", async () => {
-    let restores = 0;
-    for (const [i, difficulty] of (["easy", "medium", "hard"] as const).flatMap((d) => [d, d, d, d, d, d]).entries()) {
-      const id = `billing-dispute/${difficulty}/seed-${100 + i}`;
-      const env = new BillingDispute();
-      const peer = new BillingDispute();
-      let observation = await env.reset(id, i);
-      const reference = env.referenceSolver();
-      const random = randomPolicy(id, { messageRate: 0.3 });
-      const mix = Rng.fromKey("mix", id);
-      const randomShare = [0, 0.2, 0.5, 1][i % 4]!;
-      const history: Array<{ action: Action; result: StepResult }> = [];
-      for (let step = 1; step <= env.maxSteps; step++) {
-        const policy = mix.float() < randomShare ? random : reference;
-        const action = toDecision(await policy.act({ step, observation, tools: env.tools(), history })).action as Action;
-        const result = await env.step(action);
-        history.push({ action, result });
-        observation = result.observation;
-        const snapshot = JSON.parse(JSON.stringify(await env.snapshot())) as EnvironmentSnapshot;
-        await peer.restore(snapshot);
-        expect(canonicalJson(await peer.snapshot())).toBe(canonicalJson(snapshot));
-        restores++;
-        if (result.terminated || result.truncated) break;
-      }
-    }
+    const ids = (["easy", "medium", "hard"] as const).flatMap((d) => Array.from({ length: 6 }, () => d)).map((d, i) => `billing-dispute/${d}/seed-${100 + i}`);
+    const restores = await expectRoundTrips(() => new BillingDispute(), ids, { messageRate: 0.3, randomShares: [0, 0.2, 0.5, 1] });
     expect(restores).toBeGreaterThan(200);
   });
 

@@ -4,13 +4,12 @@
  * leaving the episode as it was.
  */
 import { describe, expect, it } from "vitest";
+import { expectRoundTrips, rejection } from "../../../test/helpers.js";
 import type { Action, StepResult } from "../../core/contract.js";
 import type { EnvironmentSnapshot } from "../../core/environment.js";
 import { ValidationError } from "../../core/errors.js";
 import { canonicalJson } from "../../core/json.js";
 import { toDecision } from "../../core/policy.js";
-import { Rng } from "../../core/rng.js";
-import { randomPolicy } from "../../rollout/policies/random.js";
 import type { SnapshotEntry } from "../../sandboxes/filesystem.js";
 import { CodeRepair } from "./env.js";
 
@@ -21,15 +20,6 @@ interface FsSnapshot {
   protections: Array<{ prefix: string; mode: string }>;
 }
 type Snapshot = EnvironmentSnapshot & { world: { fs: FsSnapshot; terminal: { cwd: string; env: Record<string, string>; lastExitCode: number } } };
-
-async function rejection(promise: Promise<unknown>): Promise<ValidationError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ValidationError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** Mid-episode, after the reference solver patched the first buggy module and the agent moved into src. */
 async function patchedEpisode(): Promise<{ env: CodeRepair; snapshot: Snapshot }> {
@@ -49,30 +39,8 @@ async function patchedEpisode(): Promise<{ env: CodeRepair; snapshot: Snapshot }
 
 describe("snapshot -> restore -> snapshot", () => {
   it("is byte-identical after every step of many episodes (reference solver mixed with random actions)", async () => {
-    let restores = 0;
-    for (const [i, difficulty] of (["easy", "medium", "hard"] as const).flatMap((d) => [d, d, d]).entries()) {
-      const id = `code-repair/${difficulty}/seed-${300 + i}`;
-      const env = new CodeRepair();
-      const peer = new CodeRepair();
-      let observation = await env.reset(id, i);
-      const reference = env.referenceSolver();
-      const random = randomPolicy(id, { messageRate: 0.05 });
-      const mix = Rng.fromKey("mix", id);
-      const randomShare = [0, 0.5, 1][i % 3]!;
-      const history: Array<{ action: Action; result: StepResult }> = [];
-      for (let step = 1; step <= env.maxSteps; step++) {
-        const policy = mix.float() < randomShare ? random : reference;
-        const action = toDecision(await policy.act({ step, observation, tools: env.tools(), history })).action as Action;
-        const result = await env.step(action);
-        history.push({ action, result });
-        observation = result.observation;
-        const snapshot = JSON.parse(JSON.stringify(await env.snapshot())) as EnvironmentSnapshot;
-        await peer.restore(snapshot);
-        expect(canonicalJson(await peer.snapshot())).toBe(canonicalJson(snapshot));
-        restores++;
-        if (result.terminated || result.truncated) break;
-      }
-    }
+    const ids = (["easy", "medium", "hard"] as const).flatMap((d) => Array.from({ length: 3 }, () => d)).map((d, i) => `code-repair/${d}/seed-${300 + i}`);
+    const restores = await expectRoundTrips(() => new CodeRepair(), ids, { messageRate: 0.05, randomShares: [0, 0.5, 1] });
     expect(restores).toBeGreaterThan(80);
   });
 

@@ -4,27 +4,17 @@
  * leaving the episode as it was.
  */
 import { describe, expect, it } from "vitest";
+import { expectRoundTrips, rejection } from "../../../test/helpers.js";
 import type { Action, StepResult } from "../../core/contract.js";
 import type { EnvironmentSnapshot } from "../../core/environment.js";
 import { ValidationError } from "../../core/errors.js";
 import { canonicalJson } from "../../core/json.js";
 import { toDecision, type Policy } from "../../core/policy.js";
-import { Rng } from "../../core/rng.js";
-import { randomPolicy } from "../../rollout/policies/random.js";
 import { IncidentResponse } from "./env.js";
 import type { Task } from "./tasks.js";
 import type { State } from "./world.js";
 
 type Snapshot = EnvironmentSnapshot & { world: { state: State; terminal: { cwd: string; lastExitCode: number; env: Record<string, string> } } };
-
-async function rejection(promise: Promise<unknown>): Promise<ValidationError> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as ValidationError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** Play `policy` until `done` holds of the snapshot (or the step budget runs out); the episode and its snapshot. */
 async function playUntil(env: IncidentResponse, policy: Policy, done: (s: Snapshot) => boolean): Promise<Snapshot> {
@@ -52,30 +42,8 @@ async function containedEpisode(): Promise<{ env: IncidentResponse; snapshot: Sn
 
 describe("snapshot -> restore -> snapshot", () => {
   it("is byte-identical after every step of many episodes (reference solver mixed with random actions)", async () => {
-    let restores = 0;
-    for (const [i, difficulty] of (["easy", "medium", "hard"] as const).flatMap((d) => [d, d, d, d]).entries()) {
-      const id = `incident-response/${difficulty}/seed-${200 + i}`;
-      const env = new IncidentResponse();
-      const peer = new IncidentResponse();
-      let observation = await env.reset(id, i);
-      const reference = env.referenceSolver();
-      const random = randomPolicy(id, { messageRate: 0.1 });
-      const mix = Rng.fromKey("mix", id);
-      const randomShare = [0, 0.3, 0.6, 1][i % 4]!;
-      const history: Array<{ action: Action; result: StepResult }> = [];
-      for (let step = 1; step <= env.maxSteps; step++) {
-        const policy = mix.float() < randomShare ? random : reference;
-        const action = toDecision(await policy.act({ step, observation, tools: env.tools(), history })).action as Action;
-        const result = await env.step(action);
-        history.push({ action, result });
-        observation = result.observation;
-        const snapshot = JSON.parse(JSON.stringify(await env.snapshot())) as EnvironmentSnapshot;
-        await peer.restore(snapshot);
-        expect(canonicalJson(await peer.snapshot())).toBe(canonicalJson(snapshot));
-        restores++;
-        if (result.terminated || result.truncated) break;
-      }
-    }
+    const ids = (["easy", "medium", "hard"] as const).flatMap((d) => Array.from({ length: 4 }, () => d)).map((d, i) => `incident-response/${d}/seed-${200 + i}`);
+    const restores = await expectRoundTrips(() => new IncidentResponse(), ids, { messageRate: 0.1, randomShares: [0, 0.3, 0.6, 1] });
     expect(restores).toBeGreaterThan(100);
   });
 
