@@ -122,6 +122,8 @@ export interface SessionStats {
 }
 
 const DEFAULTS = { capacity: 10_000, idleTtlMs: 15 * 60_000, stepTimeoutMs: 60_000 };
+/** How long a stop waits for in-flight steps before it stops their hosts. */
+const SHUTDOWN_GRACE_MS = 5_000;
 
 /** Error codes with which a host stop ends the session it was running. */
 const HOST_STOPS = new Set(["step_timeout", "resource_exhausted", "host_failed"]);
@@ -350,7 +352,16 @@ export class SessionManager {
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
     this.reaper = null;
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    // In-flight steps may finish within the grace; a step that never returns must not hold the stop
+    // hostage (it would until its deadline): past the grace the hosts are stopped under it.
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
+    const settled = (async () => {
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    })();
+    if ((await Promise.race([settled.then(() => "done" as const), grace.then(() => "late" as const)])) === "late") {
+      await this.pool.close();
+      await settled;
+    }
     for (const s of [...this.sessions.values()]) {
       if (s.record && !s.ended && s.createdAt) await this.saveEpisode(s).catch(() => undefined);
       this.drop(s.id);

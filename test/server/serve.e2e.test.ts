@@ -109,6 +109,26 @@ export default { id: "slow-billing", version: billing.version, description: "slo
     }
   });
 
+  it("stops on SIGTERM even while a step never returns (its host is stopped after a grace), storing what was recorded", async () => {
+    const store = join(dir, "hang", "llmix.db");
+    const server = await serve(["--port", "0", "--store", store, "--step-timeout", "600", "--module", join(root, "test/fixtures/hostile-env.ts")]);
+    const created = (await api<CreatedSession>(server.url, "POST", "/v1/sessions", { env: "hostile", task_id: "hostile/easy/seed-1", seed: 1, record: true })).body;
+    const step = (tool: string) => api(server.url, "POST", `/v1/sessions/${created.session_id}/step`, { action: { type: "tool_call", tool, args: tool === "count" ? { by: 1 } : {} } });
+    expect((await step("count")).status).toBe(200);
+    const hung = step("hang").catch((error: unknown) => error);
+    await new Promise((r) => setTimeout(r, 300));
+    // It exits within this test's 60 s limit, long before the step's 600 s deadline: the stop's grace is seconds.
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    await hung;
+    const db = openStore(store);
+    try {
+      expect(await db.getSteps(created.session_id)).toHaveLength(1);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+
   it("refuses --host 0.0.0.0 without --auth (exit 2, invalid_config) and a malformed --auth file", () => {
     const open = spawnSync(process.execPath, [bin, "serve", "--host", "0.0.0.0", "--port", "0", "--store", join(dir, "x.db")], { cwd: dir, encoding: "utf8", timeout: 20_000 });
     expect(open.status).toBe(2);
