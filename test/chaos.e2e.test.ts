@@ -169,10 +169,13 @@ describe("chaos", () => {
         tool("terminal", { command: "printf '%400000000s' x | wc -c" }),
         tool("terminal", { command: `x=abcdefgh; ${"x=$x$x; ".repeat(28)}echo $x | grep -E -o 'a|a.*c' | wc -l` }),
       ]),
-      hostileStep(base, "code-repair", "code-repair/easy/seed-6", [
-        tool("write_file", { path: "test/zz_runaway.test.js", content: 'test("runaway", () => { const a = []; a[4e9] = 1; a.indexOf(2); });\n' }),
-        tool("run_tests", { file: "test/zz_runaway.test.js" }),
-      ]),
+      // Four tenants whose tests loop inside a native built-in (they once held the shared runner 60 s).
+      ...[6, 7, 8, 9].map((seed) =>
+        hostileStep(base, "code-repair", `code-repair/easy/seed-${seed}`, [
+          tool("write_file", { path: "test/zz_runaway.test.js", content: 'test("runaway", () => { const a = []; a[4e9] = 1; a.indexOf(2); });\n' }),
+          tool("run_tests", { file: "test/zz_runaway.test.js" }),
+        ]),
+      ),
       (async () => {
         // An altered snapshot: refused, whatever the edit.
         const created = await api<CreatedSession>(base, "POST", "/v1/sessions", { env: "billing-dispute", task_id: "billing-dispute/easy/seed-7", seed: 7 });
@@ -212,13 +215,16 @@ describe("chaos", () => {
     expect([["resource_exhausted"], ["step_timeout"]]).toContainEqual(attackCodes[1]);
     expect(attackCodes[2]).toEqual(["host_failed"]);
     expect(attackCodes[3]).toEqual(["step_timeout"]);
-    expect(attackCodes[6]).toEqual(["invalid_snapshot"]);
+    expect(attackCodes[4]).toEqual(["ok:error", "ok:error", "ok:error"]);
+    for (const runaway of attackCodes.slice(5, 9)) expect(runaway).toEqual(["ok:ok", "ok:ok"]);
+    expect(attackCodes[9]).toEqual(["invalid_snapshot"]);
     console.log("attacks:", JSON.stringify(attackCodes));
     const metrics = (await api(base, "GET", "/metrics")).body as string;
     expect(metrics).toMatch(/llmix_hosts_stopped_total\{reason="step_timeout"\} [1-9]/);
 
     health.sort((a: number, b: number) => a - b);
     const p99 = health[Math.floor(health.length * 0.99)] as number;
+    console.log(`healthz: ${health.length} probes, p50 ${health[Math.floor(health.length / 2)]?.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; RSS ${rss[0]?.toFixed(0)} -> max ${Math.max(...rss).toFixed(0)} MB`);
     expect(healthFailures).toEqual([]);
     expect(health.length).toBeGreaterThan(50);
     expect(p99, `healthz p99 ${p99.toFixed(1)} ms over ${health.length} probes`).toBeLessThan(100);

@@ -26,7 +26,7 @@ export interface HostPoolOptions {
   heapMb?: number;
   /** Deadline of one request (a step, a reset, a restore); 0: none. */
   stepTimeoutMs: number;
-  /** Deadline of a job (replay, task listing); default 10 x stepTimeoutMs, at least a minute. */
+  /** Deadline of a job (replay, task listing); default 10 x stepTimeoutMs, at least 10 s. */
   jobTimeoutMs?: number;
   /** Key of snapshot signatures, hex. */
   snapshotKey: string;
@@ -92,7 +92,7 @@ export class HostPool {
     if (!Number.isSafeInteger(size) || size < 1 || size > 256) throw new ValidationError("invalid_config", `hosts must be an integer in [1, 256], got ${size}`);
     this.heapMb = options.heapMb ?? DEFAULT_THREAD_HEAP_MB;
     if (!Number.isSafeInteger(this.heapMb) || this.heapMb < 16) throw new ValidationError("invalid_config", `host memory must be an integer >= 16 MiB, got ${this.heapMb}`);
-    this.jobTimeoutMs = options.jobTimeoutMs ?? (options.stepTimeoutMs === 0 ? 0 : Math.max(60_000, options.stepTimeoutMs * 10));
+    this.jobTimeoutMs = options.jobTimeoutMs ?? (options.stepTimeoutMs === 0 ? 0 : Math.max(10_000, options.stepTimeoutMs * 10));
     this.checkpointEvery = options.checkpointEvery ?? 32;
     this.config = { modules: [...options.modules], snapshotKey: options.snapshotKey };
     this.counts = new Array<number>(size).fill(0);

@@ -102,6 +102,11 @@ describe("with --auth", () => {
     expect((await api(server.base, "POST", "/v1/sessions", { snapshot: unsigned }, ADMIN)).status).toBe(201);
     const broken = await api(server.base, "POST", "/v1/sessions", { snapshot: { ...unsigned, calls: [{ step: "x" }] } }, ADMIN);
     expect([broken.status, broken.body.error.code]).toEqual([400, "invalid_snapshot"]);
+    // A mistyped field of billing-dispute's own world: refused at the fork, never a 500 on a later step.
+    const mistyped = { ...(unsigned.world.session as Record<string, unknown>), verified: 42 };
+    const retyped = await api(server.base, "POST", "/v1/sessions", { snapshot: { ...unsigned, world: { ...unsigned.world, session: mistyped } } }, ADMIN);
+    expect([retyped.status, retyped.body.error.code]).toEqual([400, "invalid_snapshot"]);
+    expect(retyped.body.error.message).toContain("snapshot.world");
   });
 });
 
@@ -211,5 +216,17 @@ describe("a recorded session whose step stops its host", () => {
     expect(last.action).toMatchObject({ tool: "hang" });
     expect(last.observation.rendered).toContain("counter");
     expect(last.info.error.code).toBe("step_timeout");
+
+    // Its replay re-runs the step that never returned: on the jobs host, whose deadline stops it; the
+    // serving thread and the sessions' hosts never wait for it.
+    const replay = api(server.base, "POST", `/v1/episodes/${encodeURIComponent(id)}/replay`);
+    let replayed = false;
+    void replay.then(() => (replayed = true));
+    const other = await api(server.base, "POST", "/v1/sessions", { env: "hostile", task_id: "hostile/easy/seed-3", seed: 3 });
+    expect((await api(server.base, "POST", `/v1/sessions/${other.body.session_id}/step`, { action: { type: "tool_call", tool: "count", args: { by: 1 } } })).status).toBe(200);
+    expect((await api(server.base, "GET", "/healthz")).status).toBe(200);
+    expect(replayed).toBe(false);
+    const answer = await replay;
+    expect([answer.status, answer.body.error.code]).toEqual([504, "step_timeout"]);
   });
 });
