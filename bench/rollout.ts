@@ -1,15 +1,15 @@
 /**
- * Rollout throughput: billing-dispute with the oracle, on the main thread (`--workers 1`, the baseline)
- * and on 2 worker threads, both with 2 episodes in flight per thread, into an in-memory store. Runs the
- * compiled runner from dist/ (`npm run bench` builds first), so worker threads load plain JavaScript as
- * they do for users. Reports wall-clock rates (thread start-up included) and steady-state rates (the
- * episodes after the first 15%), as medians over repeats.
+ * Rollout throughput: billing-dispute with the oracle on worker threads (every episode runs on one; the
+ * main thread plans, stores and watches), 2 episodes in flight per thread, into an in-memory store. The
+ * baseline is one warm worker thread (`--workers 1` on a pool kept between runs). Runs the compiled
+ * runner from dist/ (`npm run bench` builds first), so worker threads load plain JavaScript as they do
+ * for users. Reports wall-clock rates (thread start-up included) and steady-state rates (the episodes
+ * after the first 15%), as medians over repeats.
  *
- * Two ways to run on 2 threads: a warm pool (a WorkerPool kept between runs, as a training loop keeps
- * one) and new threads for each run (what one `llmix rollout --workers 2` does). The baseline's main
- * thread stays warm from run to run, so the warm pool is the like-for-like comparison; new threads
- * JIT-compile the environment's code again (seconds of optimising-compiler time per thread), on the
- * same two cores, for about the first thousand episodes.
+ * Two ways to run: a warm pool (a WorkerPool kept between runs, as a training loop keeps one), the
+ * like-for-like comparison with the warm baseline, and new threads for each run (what one `llmix
+ * rollout --workers w` does): new threads JIT-compile the environment's code again (seconds of
+ * optimising-compiler time per thread), on the same two cores, for about the first thousand episodes.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -17,15 +17,15 @@ import { median } from "./harness.js";
 
 export interface RolloutRate {
   workers: number;
-  /** Where the episodes ran: the main thread, a pool kept warm between runs, or threads new to this run. */
-  threads: "main thread" | "warm pool" | "new threads";
+  /** Where the episodes ran: a pool kept warm between runs, or threads new to this run. */
+  threads: "warm pool" | "new threads";
   episodes: number;
   /** Episodes and steps per second over the whole run, thread start-up included (median of repeats). */
   episodes_per_s: number;
   steps_per_s: number;
   /** Episodes per second after the first 15% finished (median of repeats). */
   steady_episodes_per_s: number;
-  /** Steady-state rate / the workers=1 steady-state rate of the same run. */
+  /** Steady-state rate / the steady-state rate of one warm worker thread. */
   speedup: number;
 }
 
@@ -75,8 +75,8 @@ async function once(dist: DistRunner, threads: Threads, episodes: number, seed: 
 
 /**
  * The machine's own ceiling for two CPU-bound episode streams: two separate processes, each running the
- * workers=1 rollout, at the same time. Their summed steady rate over one process's is the most any
- * worker pool can reach here (memory-bound work slows down when both cores run).
+ * baseline rollout (one warm worker thread), at the same time. Their summed steady rate over one
+ * process's is the most any worker pool can reach here (memory-bound work slows down when both cores run).
  */
 async function twoProcesses(episodes: number, seed: number): Promise<number> {
   const child = () =>
@@ -94,18 +94,26 @@ async function twoProcesses(episodes: number, seed: number): Promise<number> {
 /** Episodes a thread runs before it is measured: the JIT has then compiled the hot code. */
 export const WARM_UP_EPISODES = 1000;
 
+/** A pool of one worker thread that has run WARM_UP_EPISODES episodes: the baseline. */
+async function warmBaseline(dist: DistRunner): Promise<InstanceType<DistRunner["WorkerPool"]>> {
+  const pool = new dist.WorkerPool(1);
+  await once(dist, { pool }, WARM_UP_EPISODES, 99);
+  return pool;
+}
+
 /** Oracle rollouts of billing-dispute at workers 1 and 2 (interleaved repeats, so noise hits all). */
 export async function rolloutRates(options: { episodes?: number; repeats?: number } = {}): Promise<{ rates: RolloutRate[]; two_processes_ratio: number }> {
   const episodes = options.episodes ?? 800;
   const repeats = options.repeats ?? 3;
   const dist = await loadDist();
-  const pool = new dist.WorkerPool(2);
-  // Warm-up: as many episodes per thread for the main thread and for each pool thread.
-  await once(dist, { workers: 1 }, WARM_UP_EPISODES, 99);
-  await once(dist, { pool }, 2 * WARM_UP_EPISODES, 99);
+  // Warm-up: as many episodes per thread for the baseline's thread and for each thread of the pair.
+  const single = await warmBaseline(dist);
+  const pair = new dist.WorkerPool(2);
+  await once(dist, { pool: pair }, 2 * WARM_UP_EPISODES, 99);
   const modes: Array<{ workers: number; threads: RolloutRate["threads"]; run: (seed: number) => ReturnType<typeof once> }> = [
-    { workers: 1, threads: "main thread", run: (seed) => once(dist, { workers: 1 }, episodes, seed) },
-    { workers: 2, threads: "warm pool", run: (seed) => once(dist, { pool }, episodes, seed) },
+    { workers: 1, threads: "warm pool", run: (seed) => once(dist, { pool: single }, episodes, seed) },
+    { workers: 2, threads: "warm pool", run: (seed) => once(dist, { pool: pair }, episodes, seed) },
+    { workers: 1, threads: "new threads", run: (seed) => once(dist, { workers: 1 }, episodes, seed) },
     { workers: 2, threads: "new threads", run: (seed) => once(dist, { workers: 2 }, episodes, seed) },
   ];
   const runs = modes.map(() => [] as Array<Awaited<ReturnType<typeof once>>>);
@@ -114,7 +122,7 @@ export async function rolloutRates(options: { episodes?: number; repeats?: numbe
     for (const [i, mode] of modes.entries()) runs[i]?.push(await mode.run(r));
     pairs.push(await twoProcesses(episodes, r));
   }
-  await pool.close();
+  await Promise.all([single.close(), pair.close()]);
   const base = median((runs[0] ?? []).map((x) => x.steady_episodes_per_s));
   const rates = modes.map(({ workers, threads }, i) => {
     const list = runs[i] ?? [];
@@ -139,8 +147,9 @@ function round(x: number): number {
 if (process.argv[2] === "--child") {
   // One process of the two-process ceiling: print its steady episodes/s.
   const dist = await loadDist();
-  await once(dist, { workers: 1 }, WARM_UP_EPISODES, 99);
-  console.log((await once(dist, { workers: 1 }, Number(process.argv[3]), Number(process.argv[4]))).steady_episodes_per_s);
+  const pool = await warmBaseline(dist);
+  console.log((await once(dist, { pool }, Number(process.argv[3]), Number(process.argv[4]))).steady_episodes_per_s);
+  await pool.close();
 } else if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(await rolloutRates());
 }

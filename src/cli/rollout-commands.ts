@@ -13,6 +13,8 @@ import type { RolloutConfig } from "../rollout/plan.js";
 import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
 import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { rollout, type RolloutResult } from "../rollout/runner.js";
+import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
+import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { EXPORT_FORMATS, exportEpisodes } from "../store/export/index.js";
 import { openStore } from "../store/sqlite-store.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
@@ -118,6 +120,7 @@ interface RolloutFlags {
   group: number;
   concurrency: number;
   workers: number;
+  workerMemory: number;
   difficulty?: string[];
   split?: string;
   task?: string[];
@@ -172,17 +175,18 @@ export function registerRolloutCommands(program: Command): void {
     .option("-n <n>", "episodes (rounded up to whole groups)", integer("-n", 1, 10_000_000))
     .option("--group <k>", "rollouts per task with the same seed (GRPO group size)", integer("--group", 1, 1024), 1)
     .option("--concurrency <c>", "episodes in flight per thread", integer("--concurrency", 1, 1024), 4)
-    .option("--workers <w>", "worker threads (1 = the main thread)", integer("--workers", 1, 64), 1)
+    .option("--workers <w>", "worker threads that run the episodes", integer("--workers", 1, 64), 1)
+    .option("--worker-memory <MiB>", "heap cap of each worker thread; an episode over it ends as resource_exhausted", integer("--worker-memory", MIN_WORKER_HEAP_MB, 1_048_576), DEFAULT_THREAD_HEAP_MB)
     .option("--difficulty <d>", "difficulty to sample (repeatable or comma-separated; default all)", collect)
     .option("--split <split>", "train or eval")
     .option("--task <id>", "an explicit task id (repeatable)", collect)
     .option("--tasks-file <path>", "a file of task ids, one per line")
     .option("--seed <s>", "seed of task sampling and episode seeds", integer("--seed", 0, 0x7fffffff), 0)
-    .option("--timeout <seconds>", "per-episode wall-clock limit", number("--timeout"), 600)
+    .option("--timeout <seconds>", "per-episode wall-clock limit (a worker thread an episode keeps past it is stopped)", number("--timeout"), 600)
     .option("--max-steps <n>", "override the environment's step budget", integer("--max-steps", 1, 100_000))
     .option("--checkpoint <name>", "policy checkpoint recorded with every step")
     .option("--run-id <id>", "id of the new run (default run-<time>-<random>)")
-    .option("--resume <run>", "finish an interrupted run: only its missing episodes run")
+    .option("--resume <run>", "finish an interrupted run: only its missing episodes run (its --module files are loaded again)")
     .option("--base-url <url>", "openai policy: the server's /v1 URL (or LLMIX_OPENAI_BASE_URL)")
     .option("--model <name>", "openai policy: the model (or LLMIX_MODEL)")
     .option("--temperature <t>", "openai policy: sampling temperature", number("--temperature"))
@@ -192,7 +196,6 @@ export function registerRolloutCommands(program: Command): void {
     .option("--json", "print JSON")
     .addOption(moduleOption())
     .action(async (flags: RolloutFlags) => {
-      const registry = await registryWith(flags.module);
       const openai: Partial<OpenAIPolicyConfig> = {};
       if (flags.baseUrl !== undefined) openai.baseURL = flags.baseUrl;
       if (flags.model !== undefined) openai.model = flags.model;
@@ -203,12 +206,14 @@ export function registerRolloutCommands(program: Command): void {
       const progress = progressBar("rollout [{bar}] {value}/{total} episodes · {rate}/s · ETA {eta_formatted} · mean outcome {mean} · errors {errors}");
       const started = Date.now();
       await withStore(flags.store, async (store) => {
+        const registry = await registryWith([...(flags.module ?? []), ...(flags.resume ? await modulesOf(store, flags.resume) : [])]);
         const result = await rollout({
           config,
           resume: flags.resume,
           runId: flags.runId,
           concurrency: flags.concurrency,
           workers: flags.workers,
+          workerMemoryMb: flags.workerMemory,
           store,
           registry,
           policyOptions: openai,
@@ -392,6 +397,12 @@ export function registerRolloutCommands(program: Command): void {
         }
       });
     });
+}
+
+/** The `--module` files a stored run was started with (none for an unknown run: the runner reports it). */
+async function modulesOf(store: TrajectoryStore, runId: string): Promise<string[]> {
+  const config = (await store.getRun(runId))?.config as { modules?: unknown } | undefined;
+  return Array.isArray(config?.modules) ? config.modules.filter((m): m is string => typeof m === "string") : [];
 }
 
 /** The environment options a run used (so a replay has the same step budget). */

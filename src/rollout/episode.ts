@@ -35,12 +35,25 @@ export interface EpisodeOutcome {
   reusable: boolean;
 }
 
+/** How to run an episode job. */
+export interface EpisodeOptions {
+  /** The cooperative time limit: the episode is abandoned at its next step boundary. */
+  timeoutMs?: number;
+  /** Each step record as it is taken (none after the episode was abandoned): the same records the outcome holds. */
+  onStep?: (record: TrajectoryStepRecord) => void;
+}
+
 /** Run one episode job on `env` (not in use by anything else) with a policy from `source`. */
-export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, options: { timeoutMs?: number } = {}): Promise<EpisodeOutcome> {
+export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, options: EpisodeOptions = {}): Promise<EpisodeOutcome> {
   const startedAt = new Date();
   const steps: TrajectoryStepRecord[] = [];
   const state = { aborted: false };
-  const loop = driveEpisode(env, job, source, steps, state);
+  const loop = driveEpisode(env, job, source, (record) => {
+    // An abandoned episode may still finish the step it was in: that record is not the episode's.
+    if (state.aborted) return;
+    steps.push(record);
+    options.onStep?.(record);
+  }, state);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     if (options.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), options.timeoutMs);
@@ -65,21 +78,22 @@ export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: P
   return { stored: { episode: episodeRecord(job, steps.slice(), error, startedAt, finishedAt), steps: steps.slice() }, reusable };
 }
 
-async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, steps: TrajectoryStepRecord[], state: { aborted: boolean }): Promise<void> {
+async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, record: (step: TrajectoryStepRecord) => void, state: { aborted: boolean }): Promise<void> {
   const initial = await env.reset(job.task_id, job.seed);
   const policy = source.create({ env, taskId: job.task_id, seed: job.seed, groupIndex: job.group_index, replayActions: job.replay_actions });
+  let step = 0;
   await runPolicy(env, policy, {
     maxSteps: env.maxSteps,
     initial,
     shouldStop: () => state.aborted,
     onStep: (t) =>
-      steps.push(
+      record(
         toStepRecord({
           episodeId: job.episode_id,
           taskId: job.task_id,
           envVersion: env.info.version,
           policyCheckpoint: job.policy_checkpoint,
-          step: steps.length + 1,
+          step: ++step,
           observation: t.observation,
           action: t.action,
           result: t.result,

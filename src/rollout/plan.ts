@@ -36,13 +36,21 @@ export interface RolloutConfig {
   modules: string[];
 }
 
+/**
+ * The longest episode time limit: half of the longest timer Node keeps (2^31 - 1 ms; a longer one fires
+ * at once), so the limit plus the watchdog's grace (at most 5% more) always fits in a timer.
+ */
+export const MAX_TIMEOUT_MS = 2 ** 30;
+
 /** Check a config's shape and values; errors name the field. */
 export function validateConfig(config: RolloutConfig): RolloutConfig {
   const bad = (field: string, why: string) => new ValidationError("invalid_argument", `${field} ${why}`, { field });
   if (!Number.isSafeInteger(config.n) || config.n < 1) throw bad("n", `must be an integer >= 1, got ${config.n}`);
   if (!Number.isSafeInteger(config.group) || config.group < 1 || config.group > 1024) throw bad("group", `must be an integer in [1, 1024], got ${config.group}`);
   if (!Number.isSafeInteger(config.seed) || config.seed < 0) throw bad("seed", `must be an integer >= 0, got ${config.seed}`);
-  if (!Number.isFinite(config.timeout_ms) || config.timeout_ms <= 0) throw bad("timeout", `must be a positive number of milliseconds, got ${config.timeout_ms}`);
+  if (!Number.isFinite(config.timeout_ms) || config.timeout_ms <= 0 || config.timeout_ms > MAX_TIMEOUT_MS) {
+    throw bad("timeout", `must be a positive number of milliseconds up to ${MAX_TIMEOUT_MS} (12 days), got ${config.timeout_ms}`);
+  }
   if (config.split !== null) parseSplit(config.split);
   return config;
 }

@@ -1,8 +1,10 @@
 /**
- * Episode slots: `concurrency` of them on the main thread, or on each thread of a worker pool
- * (worker-pool.ts). Each slot owns one environment instance and runs one episode at a time; a slot
- * whose episode timed out gets a fresh instance.
+ * Episode slots: `concurrency` of them on each thread of a worker pool (worker-pool.ts), or on the main
+ * thread for environments registered only in code (worker threads cannot load those). Each slot owns
+ * one environment instance and runs one episode at a time; a slot whose episode timed out gets a fresh
+ * instance.
  */
+import type { TrajectoryStepRecord } from "../core/contract.js";
 import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import type { StoredEpisode } from "../store/types.js";
 import { runEpisode, type EpisodeJob } from "./episode.js";
@@ -20,14 +22,21 @@ export interface JobRunnerOptions {
   onResult: (result: StoredEpisode) => void;
 }
 
-
 /**
  * Run `concurrency` slots pulling jobs from `next` until it returns null. If a slot fails (e.g. the
  * result handler throws), no new job starts, the episodes in flight finish, then the error is thrown.
  */
 export async function runSlots(
   next: () => Promise<EpisodeJob | null> | EpisodeJob | null,
-  options: { config: RolloutConfig; concurrency: number; create: () => AnyEnvironment; source: PolicySource; onResult: (r: StoredEpisode) => void },
+  options: {
+    config: RolloutConfig;
+    concurrency: number;
+    create: () => AnyEnvironment;
+    source: PolicySource;
+    onResult: (r: StoredEpisode) => void;
+    /** Each step record as an episode takes it. */
+    onStep?: (record: TrajectoryStepRecord) => void;
+  },
 ): Promise<void> {
   let failed = false;
   const take = async () => (failed ? null : await next());
@@ -35,7 +44,7 @@ export async function runSlots(
     let env = options.create();
     try {
       for (let job = await take(); job !== null; job = await take()) {
-        const { stored, reusable } = await runEpisode(env, job, options.source, { timeoutMs: options.config.timeout_ms });
+        const { stored, reusable } = await runEpisode(env, job, options.source, { timeoutMs: options.config.timeout_ms, onStep: options.onStep });
         options.onResult(stored);
         // An in-process episode may never leave the microtask queue: yield so the store write (and the
         // progress bar) run now, not after the whole run.

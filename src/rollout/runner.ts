@@ -1,23 +1,29 @@
 /**
  * The rollout runner (DESIGN §6): runs a plan's episode jobs with `concurrency` episodes in flight per
- * thread, on the main thread (`workers` <= 1) or on worker threads (a WorkerPool), writes each finished
- * episode to the trajectory store as it comes, sets a group's advantages once the whole group is stored,
- * and computes the run's metrics at the end. The unit of work is an `EpisodeJob` (plain JSON), so jobs
- * can later come from a queue on other machines.
+ * thread on worker threads (a WorkerPool; the main thread only plans, stores and watches), writes each
+ * finished episode to the trajectory store as it comes, sets a group's advantages once the whole group
+ * is stored, and computes the run's metrics at the end. The run row carries this process as its owner
+ * and a heartbeat while it runs, so a run whose process died reads as interrupted. The unit of work is
+ * an `EpisodeJob` (plain JSON), so jobs can later come from a queue on other machines.
+ *
+ * Environments registered only in code (neither built-in nor loaded from a module file) cannot be
+ * loaded by a worker thread: their episodes run on the main thread, under the cooperative timeout only.
  */
 import { randomBytes } from "node:crypto";
 import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment, EnvironmentEntry, EnvironmentRegistry } from "../core/registry.js";
+import { BUILTIN_ENVIRONMENTS } from "../envs/index.js";
+import { startHeartbeat } from "../store/liveness.js";
 import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type StoredEpisode, type TrajectoryStore } from "../store/types.js";
 import { groupAdvantages } from "./advantages.js";
 import type { EpisodeJob } from "./episode.js";
 import { runMetrics, type SliceMetrics } from "./metrics.js";
 import { planJobs, validateConfig, type RolloutConfig } from "./plan.js";
-import { parsePolicySpec, type PolicySpecOptions } from "./policies/index.js";
+import { parsePolicySpec, type PolicySource, type PolicySpecOptions } from "./policies/index.js";
 import { sentAction } from "./replay.js";
 import { runJobsInProcess } from "./pool.js";
-import { WorkerPool } from "./worker-pool.js";
+import { WorkerPool, workerHeapMb } from "./worker-pool.js";
 
 /** Progress after each stored episode. */
 export interface RolloutProgress {
@@ -36,9 +42,11 @@ export interface RolloutOptions {
   /** Id of a new run (default: run-<UTC time>-<random>). */
   runId?: string;
   concurrency?: number;
-  /** Worker threads for this run (started and stopped by it); 1: run on the main thread. */
+  /** Worker threads for this run (started and stopped by it; default 1). */
   workers?: number;
-  /** Run on this pool's threads instead (they stay up after the run, warm for the next); `workers` is ignored. */
+  /** Heap cap of each worker thread this run starts, in MiB (default DEFAULT_THREAD_HEAP_MB of hosts/thread.ts). */
+  workerMemoryMb?: number;
+  /** Run on this pool's threads instead (they stay up after the run, warm for the next); `workers` and `workerMemoryMb` are ignored. */
   pool?: WorkerPool;
   store: TrajectoryStore;
   registry: EnvironmentRegistry;
@@ -70,7 +78,14 @@ export function newRunId(now = new Date()): string {
   return `run-${stamp}-${randomBytes(3).toString("hex")}`;
 }
 
-/** Run (or resume) a rollout; returns when every planned episode is in the store. */
+/**
+ * Run (or resume) a rollout; returns when every planned episode is in the store. Episodes of built-in
+ * environments and of environments loaded from a module file (`EnvironmentEntry.module`) run on worker
+ * threads, where a watchdog enforces the time limit from outside and a thread that dies is replaced
+ * (see pool-run.ts). Episodes of an environment registered only in code run on the calling thread:
+ * there the time limit is cooperative only (a step that never returns blocks the run) and nothing caps
+ * their memory; load such an environment from a module file to get the threads' protection.
+ */
 export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   const concurrency = options.concurrency ?? 1;
   const workers = options.workers ?? 1;
@@ -81,9 +96,12 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     throw new ValidationError("invalid_argument", `workers must be an integer in [1, 64], got ${workers}`);
   }
   if (options.pool?.closed) throw new ValidationError("invalid_argument", "this worker pool is closed");
+  workerHeapMb(options.workerMemoryMb);
   const { store, registry } = options;
-  const { runId, config, resumed } = await resolveRun(options);
-  const entry = registry.get(config.env);
+  const resolved = await resolveRun(options);
+  const { runId, resumed } = resolved;
+  const entry = registry.get(resolved.config.env);
+  const config = withEntryModule(resolved.config, entry);
   // Parsed before anything is stored, so a bad spec leaves no run behind.
   const source = parsePolicySpec(config.policy, { openai: options.policyOptions });
   const planner = entry.create(config.env_options);
@@ -91,10 +109,35 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   let run: RunRecord;
   try {
     jobs = planJobs(runId, config, planner);
-    run = resumed ?? (await createRun(store, entry, runId, config, planner, jobs[0] as EpisodeJob));
+    run = resumed ? await store.claimRun(runId) : await createRun(store, entry, runId, config, planner, jobs[0] as EpisodeJob);
   } finally {
     await planner.close();
   }
+  const heartbeat = startHeartbeat(store, () => [run.run_id]);
+  try {
+    return await execute(options, { run, entry, config, jobs, source, concurrency });
+  } catch (error) {
+    // Stopped before every episode was stored: a resume finishes it. A second store failure must not hide the first.
+    await store.finishRun(run.run_id, "interrupted").catch(() => undefined);
+    throw error;
+  } finally {
+    heartbeat.stop();
+  }
+}
+
+/** A stored run, ready to execute. */
+interface PlannedRun {
+  run: RunRecord;
+  entry: EnvironmentEntry;
+  config: RolloutConfig;
+  jobs: EpisodeJob[];
+  source: PolicySource;
+  concurrency: number;
+}
+
+/** Run the jobs of a stored run that are not in the store yet, then finish the run and measure it. */
+async function execute(options: RolloutOptions, { run, entry, config, jobs, source, concurrency }: PlannedRun): Promise<RolloutResult> {
+  const { store, registry } = options;
 
   const stored = new Map<string, EpisodeRecord>();
   for (const e of await store.episodes({ run_id: run.run_id })) stored.set(e.episode_id, e);
@@ -128,8 +171,8 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     options.onProgress?.({ done: before + ran, total: jobs.length, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
   };
   options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
-  const pool = options.pool ?? (workers > 1 ? new WorkerPool(workers) : null);
   const runnerOptions = { config, concurrency, registry, source, policyOptions: options.policyOptions, onResult };
+  const pool = !loadableByWorkers(entry) ? null : (options.pool ?? new WorkerPool(options.workers ?? 1, { heapMb: options.workerMemoryMb }));
   try {
     if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
   } finally {
@@ -153,6 +196,17 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
     metrics: runMetrics(all, config.group),
     records: all,
   };
+}
+
+/** True when a worker thread can load the entry again: a built-in, or an entry loaded from a module file. */
+function loadableByWorkers(entry: EnvironmentEntry): boolean {
+  return entry.module !== undefined || BUILTIN_ENVIRONMENTS.includes(entry);
+}
+
+/** The config with the module the entry came from among its modules, so worker threads and resumes load it too. */
+function withEntryModule(config: RolloutConfig, entry: EnvironmentEntry): RolloutConfig {
+  if (entry.module === undefined || config.modules.includes(entry.module)) return config;
+  return { ...config, modules: [...config.modules, entry.module] };
 }
 
 /** The run id and config: a stored run's to resume (validated again), or a new run's. */

@@ -69,6 +69,30 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX episodes_by_reward ON episodes (total_reward);
     `,
   },
+  {
+    version: 3,
+    description: "run owners and heartbeats (owner_host, owner_pid, heartbeat_at) and the interrupted status",
+    // SQLite cannot change a CHECK constraint in place: the table is rebuilt, rows in their rowid order
+    // (listRuns breaks created_at ties by rowid). Runs from before keep null owners and heartbeats.
+    up: `
+      CREATE TABLE runs_v3 (
+        run_id       TEXT PRIMARY KEY,
+        env          TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'finished', 'failed')),
+        created_at   TEXT NOT NULL,
+        finished_at  TEXT,
+        owner_host   TEXT,
+        owner_pid    INTEGER,
+        heartbeat_at TEXT,
+        record       TEXT NOT NULL
+      );
+      INSERT INTO runs_v3 (run_id, env, status, created_at, finished_at, record)
+        SELECT run_id, env, status, created_at, finished_at, record FROM runs ORDER BY rowid;
+      DROP TABLE runs;
+      ALTER TABLE runs_v3 RENAME TO runs;
+      CREATE INDEX runs_by_created ON runs (created_at);
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

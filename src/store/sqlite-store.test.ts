@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError } from "../core/errors.js";
 import { toStepRecord } from "../core/trajectory.js";
+import { currentOwner } from "./liveness.js";
 import { MIGRATIONS, SCHEMA_VERSION, migrate, schemaVersion } from "./migrations.js";
 import { openStore, SqliteTrajectoryStore } from "./sqlite-store.js";
 import { episodeIdOf, type EpisodeQuery, type EpisodeRecord, type RunRecord, type StoredEpisode } from "./types.js";
@@ -111,6 +112,13 @@ function episode(runId: string, taskId: string, groupIndex: number, o: EpisodeOp
 /** JSON text with keys in insertion order: equal texts mean the record came back exactly, key order included. */
 const exact = (value: unknown) => JSON.stringify(value);
 
+/** A run as read back, without the owner and heartbeat the store adds. */
+function stored(value: RunRecord | undefined): Omit<RunRecord, "owner" | "heartbeat_at"> | undefined {
+  if (!value) return value;
+  const { owner: _owner, heartbeat_at: _heartbeat, ...rest } = value;
+  return rest;
+}
+
 let store: SqliteTrajectoryStore;
 let dir: string;
 
@@ -130,7 +138,10 @@ describe("runs", () => {
     await store.createRun(run("r-new", "2025-03-01T00:00:00.000Z"));
     await store.createRun(run("r-mid", "2025-02-01T00:00:00.000Z"));
     await store.createRun(run("r-mid-later", "2025-02-01T00:00:00.000Z"));
-    expect(exact(await store.getRun("r-old"))).toBe(exact(run("r-old", "2025-01-01T00:00:00.000Z")));
+    const old = await store.getRun("r-old");
+    expect(exact(stored(old))).toBe(exact(run("r-old", "2025-01-01T00:00:00.000Z")));
+    expect(old?.owner).toEqual(currentOwner());
+    expect(Date.parse(old?.heartbeat_at ?? "")).toBeGreaterThan(Date.parse("2025-01-01"));
     expect((await store.listRuns()).map((r) => r.run_id)).toEqual(["r-new", "r-mid-later", "r-mid", "r-old"]);
     expect((await store.listRuns({ limit: 2 })).map((r) => r.run_id)).toEqual(["r-new", "r-mid-later"]);
     expect(await store.listRuns({ limit: 0 })).toEqual([]);
@@ -595,7 +606,8 @@ describe("migrations", () => {
       expect(ids(await s.episodes({ passed: true }))).toEqual([win.episode.episode_id]);
       expect(ids(await s.episodes({ passed: false }))).toEqual([loss.episode.episode_id]);
       expect(exact(await s.getSteps(win.episode.episode_id))).toBe(exact(win.steps));
-      expect(exact(await s.getRun("r1"))).toBe(exact(run("r1")));
+      // From before owners and heartbeats: nothing says its process is alive, and it was created long ago.
+      expect(exact(await s.getRun("r1"))).toBe(exact({ ...run("r1"), status: "interrupted", owner: null, heartbeat_at: null }));
       await s.writeEpisodes([episode("r1", "tiny/easy/seed-1", 2, { reward: 1 })]);
       expect(await s.countEpisodes({ passed: true })).toBe(2);
     } finally {
@@ -736,7 +748,8 @@ for (let batch = 0; ; batch++) {
         streamed++;
       }
       expect(streamed).toBe(count);
-      expect((await s.getRun("crash"))?.status).toBe("running");
+      // Its owner, the killed writer, is gone from this host.
+      expect((await s.getRun("crash"))?.status).toBe("interrupted");
       await s.writeEpisodes([episode("crash", "after/easy/seed-1", 0)]);
       expect(await s.countEpisodes({ run_id: "crash" })).toBe(count + 1);
     } finally {

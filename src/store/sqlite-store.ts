@@ -13,8 +13,9 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import type { TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
+import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS, type RunLivenessRow } from "./liveness.js";
 import { checkSupported, migrate } from "./migrations.js";
-import type { Advantages, EpisodeQuery, EpisodeRecord, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
+import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
 
 /** Where `openStore()` puts the database when no path is given. */
 export const DEFAULT_STORE_PATH = "./llmix-data/llmix.db";
@@ -25,6 +26,12 @@ export interface SqliteStoreOptions {
   pageSize?: number;
   /** How long a call waits for another connection's write lock before failing with store_error. */
   busyTimeoutMs?: number;
+  /** The process this store acts for in createRun, claimRun and heartbeatRuns (default: this process). */
+  owner?: RunOwner;
+  /** A `running` run whose heartbeat is older than this reads as interrupted (default STALE_RUN_AFTER_MS). */
+  staleRunAfterMs?: number;
+  /** The clock of heartbeats and staleness, in ms since the epoch (default Date.now). */
+  now?: () => number;
 }
 
 /** Open (creating it and its directory if needed, migrating it if old) the SQLite trajectory store at `path`. */
@@ -41,8 +48,7 @@ interface EpisodeRow {
   record: string;
 }
 
-interface RunRow {
-  status: RunStatus;
+interface RunRow extends RunLivenessRow {
   finished_at: string | null;
   record: string;
 }
@@ -62,16 +68,23 @@ type CleanQuery = EpisodeQuery;
 /** Ordering of every episode query; episode_id makes it total so keyset paging never skips or repeats. */
 const ORDER = "ORDER BY run_id, task_id, group_index, episode_id";
 const EPISODE_COLUMNS = "episode_id, run_id, task_id, group_index, advantages, record";
+const RUN_COLUMNS = "status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record";
 
 /** The SQLite trajectory store. Calls are synchronous underneath; the Promise API is the TrajectoryStore contract. */
 export class SqliteTrajectoryStore implements TrajectoryStore {
   /** The path the store was opened at (":memory:" for an in-memory store). */
   readonly path: string;
+  /** The process this store acts for as a run owner. */
+  readonly owner: RunOwner;
   private readonly pageSize: number;
+  private readonly staleRunAfterMs: number;
+  private readonly now: () => number;
   private db: Database.Database | undefined;
   // Statements are compiled once per connection: preparing costs more than running an insert.
   private readonly insertRun: Database.Statement;
   private readonly updateRun: Database.Statement;
+  private readonly stampHeartbeats: Database.Statement;
+  private readonly claim: (runId: string) => RunRow;
   private readonly selectRun: Database.Statement<[string], RunRow>;
   private readonly selectRuns: Database.Statement<[number], RunRow>;
   private readonly insertEpisode: Database.Statement;
@@ -89,6 +102,10 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     if (typeof path !== "string") throw new ValidationError("invalid_argument", "the store path must be a string", { path: String(path) });
     this.pageSize = positiveInteger(options.pageSize ?? 200, "pageSize");
     const busyTimeoutMs = nonNegativeInteger(options.busyTimeoutMs ?? 5000, "busyTimeoutMs");
+    this.staleRunAfterMs = nonNegativeInteger(options.staleRunAfterMs ?? STALE_RUN_AFTER_MS, "staleRunAfterMs");
+    this.owner = options.owner ?? currentOwner();
+    checkOwner(this.owner, "options.owner");
+    this.now = options.now ?? Date.now;
     this.path = path;
     const inMemory = path === ":memory:" || path === "";
     let db: Database.Database | undefined;
@@ -113,11 +130,29 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     }
     this.db = db;
 
-    this.insertRun = db.prepare("INSERT INTO runs (run_id, env, status, created_at, finished_at, record) VALUES (?, ?, ?, ?, ?, ?)");
+    this.insertRun = db.prepare(
+      "INSERT INTO runs (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    );
     this.updateRun = db.prepare("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?");
-    this.selectRun = db.prepare("SELECT status, finished_at, record FROM runs WHERE run_id = ?");
+    this.selectRun = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`);
     // rowid breaks ties between runs created in the same millisecond: the later insert is newer.
-    this.selectRuns = db.prepare("SELECT status, finished_at, record FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?");
+    this.selectRuns = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`);
+    this.stampHeartbeats = db.prepare(
+      "UPDATE runs SET heartbeat_at = ? WHERE run_id IN (SELECT value FROM json_each(?)) AND status = 'running' AND owner_host = ? AND owner_pid = ?",
+    );
+    const takeOver = db.prepare("UPDATE runs SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, heartbeat_at = ? WHERE run_id = ?");
+    // One write transaction from the check to the update: two processes resuming a run cannot both take it.
+    this.claim = db.transaction((runId: string): RunRow => {
+      const row = this.selectRun.get(runId);
+      if (!row) throw new NotFoundError("unknown_run", `run ${runId} is not in the trajectory store`, { run_id: runId });
+      if (this.statusOf(row) === "running" && !(row.owner_host === this.owner.host && row.owner_pid === this.owner.pid)) {
+        throw new ValidationError("invalid_argument", `run ${runId} is running (owner ${row.owner_host ?? "unknown"} pid ${row.owner_pid ?? "?"}, heartbeat ${row.heartbeat_at ?? "never"}); it can be resumed once it is interrupted`, {
+          run_id: runId,
+        });
+      }
+      takeOver.run(this.owner.host, this.owner.pid, this.isoNow(), runId);
+      return this.selectRun.get(runId) as RunRow;
+    }).immediate;
     this.insertEpisode = db.prepare(
       `INSERT INTO episodes (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -158,14 +193,17 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
       .immediate;
   }
 
-  /** Create a run (fails with invalid_argument if the id exists). */
+  /** Create a run owned by `run.owner` (default: this store's owner), its heartbeat now (fails with invalid_argument if the id exists). */
   async createRun(run: RunRecord): Promise<void> {
     this.handle();
     checkRun(run);
-    const record = serialise(run, "run");
+    const owner = run.owner ?? this.owner;
+    const { owner: _owner, heartbeat_at: _heartbeat, ...rest } = run;
+    // The owner and heartbeat live in their columns only: they change without rewriting the record.
+    const record = serialise(rest, "run");
     this.guard(`cannot create run ${run.run_id}`, () => {
       try {
-        this.insertRun.run(run.run_id, run.env, run.status, run.created_at, run.finished_at, record);
+        this.insertRun.run(run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), record);
       } catch (error) {
         if (isSqliteCode(error, "SQLITE_CONSTRAINT_PRIMARYKEY")) {
           throw new ValidationError("invalid_argument", `run ${run.run_id} already exists`, { run_id: run.run_id });
@@ -175,26 +213,48 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     });
   }
 
-  /** Set a run's status and stamp finished_at now (unknown run: NotFoundError unknown_run). */
+  /**
+   * Take a run over to resume it: this store's owner becomes its owner, its heartbeat now, its status
+   * `running` (finished_at cleared). Refused with invalid_argument while the run reads `running` under
+   * another owner; unknown run: NotFoundError unknown_run.
+   */
+  async claimRun(runId: string): Promise<RunRecord> {
+    this.handle();
+    checkId(runId, "runId");
+    const row = this.guard(`cannot claim run ${runId}`, () => this.claim(runId));
+    return this.guard("corrupt run record", () => this.toRun(row));
+  }
+
+  /** Stamp the heartbeat of those of these runs that are `running` under this store's owner; returns how many were stamped. */
+  async heartbeatRuns(runIds: readonly string[]): Promise<number> {
+    this.handle();
+    if (!Array.isArray(runIds)) throw new ValidationError("invalid_argument", "heartbeatRuns takes an array of run ids");
+    runIds.forEach((id, i) => checkId(id, `runIds[${i}]`));
+    if (runIds.length === 0) return 0;
+    return this.guard("cannot stamp run heartbeats", () => this.stampHeartbeats.run(this.isoNow(), JSON.stringify(runIds), this.owner.host, this.owner.pid).changes);
+  }
+
+  /** Set a run's status as its owner leaves it; finished_at is stamped now unless it is `interrupted` (unknown run: NotFoundError unknown_run). */
   async finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void> {
     this.handle();
     checkId(runId, "runId");
-    if (status !== "finished" && status !== "failed") {
-      throw new ValidationError("invalid_argument", `a run can only be finished as "finished" or "failed", not ${JSON.stringify(status)}`, { status: String(status) });
+    if (status !== "finished" && status !== "failed" && status !== "interrupted") {
+      throw new ValidationError("invalid_argument", `a run can only be left "finished", "failed" or "interrupted", not ${JSON.stringify(status)}`, { status: String(status) });
     }
-    const changes = this.guard(`cannot finish run ${runId}`, () => this.updateRun.run(status, new Date().toISOString(), runId).changes);
+    const finishedAt = status === "interrupted" ? null : this.isoNow();
+    const changes = this.guard(`cannot finish run ${runId}`, () => this.updateRun.run(status, finishedAt, runId).changes);
     if (changes === 0) throw new NotFoundError("unknown_run", `run ${runId} is not in the trajectory store`, { run_id: runId });
   }
 
-  /** A run, or undefined. */
+  /** A run, or undefined; a `running` run whose owner is gone reads as `interrupted` (see liveness.ts). */
   async getRun(runId: string): Promise<RunRecord | undefined> {
     this.handle();
     checkId(runId, "runId");
     const row = this.guard(`cannot read run ${runId}`, () => this.selectRun.get(runId));
-    return row && this.guard("corrupt run record", () => toRun(row));
+    return row && this.guard("corrupt run record", () => this.toRun(row));
   }
 
-  /** Runs, newest (by created_at) first. */
+  /** Runs, newest (by created_at) first, each with its status read as getRun reads it. */
   async listRuns(options: { limit?: number } = {}): Promise<RunRecord[]> {
     this.handle();
     if (!isPlainObject(options)) throw new ValidationError("invalid_argument", "listRuns options must be an object");
@@ -202,7 +262,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
       if (key !== "limit") throw new ValidationError("invalid_argument", `unknown listRuns option ${JSON.stringify(key)}`, { option: key });
     }
     const limit = options.limit === undefined ? -1 : nonNegativeInteger(options.limit, "limit");
-    return this.guard("cannot list runs", () => this.selectRuns.all(limit).map(toRun));
+    return this.guard("cannot list runs", () => this.selectRuns.all(limit).map((row) => this.toRun(row)));
   }
 
   /**
@@ -337,6 +397,23 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     }
   }
 
+  private statusOf(row: RunLivenessRow): RunStatus {
+    return effectiveStatus(row, this.now(), this.staleRunAfterMs);
+  }
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  private toRun(row: RunRow): RunRecord {
+    const run = JSON.parse(row.record) as RunRecord;
+    run.status = this.statusOf(row);
+    run.finished_at = row.finished_at;
+    run.owner = row.owner_host === null || row.owner_pid === null ? null : { host: row.owner_host, pid: row.owner_pid };
+    run.heartbeat_at = row.heartbeat_at;
+    return run;
+  }
+
   private handle(): Database.Database {
     if (!this.db) throw new LlmixError("store_error", `the trajectory store at ${this.path} is closed`, { path: this.path });
     return this.db;
@@ -369,13 +446,6 @@ function toEpisode(row: EpisodeRow): EpisodeRecord {
   // The column is the truth: setAdvantages updates it without rewriting the record.
   episode.advantages = row.advantages === null ? null : (JSON.parse(row.advantages) as Advantages);
   return episode;
-}
-
-function toRun(row: RunRow): RunRecord {
-  const run = JSON.parse(row.record) as RunRecord;
-  run.status = row.status;
-  run.finished_at = row.finished_at;
-  return run;
 }
 
 function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
@@ -440,15 +510,24 @@ function checkQuery(query: unknown): CleanQuery {
   return q as CleanQuery;
 }
 
+const RUN_STATUSES: readonly RunStatus[] = ["running", "interrupted", "finished", "failed"];
+
+function checkOwner(owner: unknown, where: string): void {
+  if (!isPlainObject(owner) || typeof owner.host !== "string" || owner.host === "" || typeof owner.pid !== "number" || !Number.isSafeInteger(owner.pid) || owner.pid < 1) {
+    throw new ValidationError("invalid_argument", `${where} must be { host: a non-empty string, pid: a positive integer }`);
+  }
+}
+
 function checkRun(run: unknown): asserts run is RunRecord {
   if (!isPlainObject(run)) throw new ValidationError("invalid_argument", "a run must be an object");
   checkId(run.run_id, "run.run_id");
   for (const key of ["env", "env_version", "policy", "created_at"] as const) checkString(run[key], `run.${key}`);
   checkNullableString(run.policy_checkpoint, "run.policy_checkpoint");
   checkNullableString(run.finished_at, "run.finished_at");
-  if (run.status !== "running" && run.status !== "finished" && run.status !== "failed") {
-    throw new ValidationError("invalid_argument", `run.status must be "running", "finished" or "failed", not ${show(run.status)}`);
+  if (!RUN_STATUSES.includes(run.status as RunStatus)) {
+    throw new ValidationError("invalid_argument", `run.status must be one of ${RUN_STATUSES.map((s) => `"${s}"`).join(", ")}, not ${show(run.status)}`);
   }
+  if (run.owner !== undefined && run.owner !== null) checkOwner(run.owner, "run.owner");
   nonNegativeInteger(run.planned_episodes, "run.planned_episodes");
   if (!Array.isArray(run.tools)) throw new ValidationError("invalid_argument", "run.tools must be an array of tool specs");
   if (run.config === undefined) throw new ValidationError("invalid_argument", "run.config is missing (use null for none)");

@@ -7,8 +7,19 @@
 import type { RewardComponents, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
 import type { JsonValue } from "../core/json.js";
 
-/** How a run stands: `running` until the runner finishes it; a killed run stays `running` until resumed. */
-export type RunStatus = "running" | "finished" | "failed";
+/**
+ * How a run stands. `running`: its owner is alive. `interrupted`: it stopped before every planned episode
+ * was stored — its owner stopped on an error, or its process died (a `running` run reads so once its
+ * owner's pid is gone or its heartbeat is stale, see liveness.ts); `llmix rollout --resume` finishes it.
+ * `finished`: every planned episode is stored. `failed`: its owner gave it up.
+ */
+export type RunStatus = "running" | "interrupted" | "finished" | "failed";
+
+/** The process driving a run: the host it runs on and its pid there. */
+export interface RunOwner {
+  host: string;
+  pid: number;
+}
 
 /** One rollout run. */
 export interface RunRecord {
@@ -27,6 +38,13 @@ export interface RunRecord {
   planned_episodes: number;
   created_at: string;
   finished_at: string | null;
+  /**
+   * The process driving the run. Given to `createRun`, it is the owner (default: the store's owner, this
+   * process); read back, the stored owner (null for runs from before owners were recorded).
+   */
+  owner?: RunOwner | null;
+  /** The owner's last heartbeat (ISO time; stamped by createRun, claimRun and heartbeatRuns). Ignored by createRun. */
+  heartbeat_at?: string | null;
 }
 
 /** Per-group advantages of one episode (null until its whole group is in the store). */
@@ -115,13 +133,20 @@ export interface StoredEpisode {
  * steps, or not at all, so a crash loses at most the episodes in flight.
  */
 export interface TrajectoryStore {
-  /** Create a run (fails with invalid_argument if the id exists). */
+  /** Create a run owned by `run.owner` (default: the store's owner), its heartbeat now (fails with invalid_argument if the id exists). */
   createRun(run: RunRecord): Promise<void>;
-  /** Set a run's status (and finished_at when it leaves `running`). */
+  /**
+   * Take a run over to resume it: the store's owner becomes its owner, its heartbeat now, its status
+   * `running`. Refused with invalid_argument while the run is `running` under another live owner.
+   */
+  claimRun(runId: string): Promise<RunRecord>;
+  /** Stamp the heartbeat of those of these runs that are `running` under the store's owner; returns how many were stamped. */
+  heartbeatRuns(runIds: readonly string[]): Promise<number>;
+  /** Set a run's status as its owner leaves it (finished_at is stamped unless it is `interrupted`). */
   finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void>;
-  /** A run, or undefined. */
+  /** A run, or undefined; a `running` run whose owner is gone reads as `interrupted`. */
   getRun(runId: string): Promise<RunRecord | undefined>;
-  /** Runs, newest first. */
+  /** Runs, newest first, with their status read as getRun reads it. */
   listRuns(options?: { limit?: number }): Promise<RunRecord[]>;
   /** Store episodes with their steps in one transaction. An episode id already stored fails the call. */
   writeEpisodes(episodes: StoredEpisode[]): Promise<void>;

@@ -120,7 +120,7 @@ describe("llmix rollout", () => {
     expect(filtered.rows).toBeLessThan(rows.jsonl as number);
   });
 
-  it("finishes a killed run with --resume: exactly the planned episodes, none twice", async () => {
+  it("shows a killed run as interrupted and finishes it with --resume: exactly the planned episodes, none twice", async () => {
     const path = join(dir, "killed.db");
     const child = spawn(process.execPath, [bin, "rollout", "--env", "billing-dispute", "--policy", "noisy-oracle:0.3", "-n", "64", "--group", "8", "--concurrency", "1", "--store", path, "--run-id", "run-k"], { cwd: root, stdio: "ignore" });
     const deadline = Date.now() + 120_000;
@@ -130,11 +130,15 @@ describe("llmix rollout", () => {
     const before = countEpisodes(path, "run-k");
     expect(before).toBeGreaterThanOrEqual(8);
     expect(before).toBeLessThan(64);
+    const runs = llmix(["runs", "--store", path]);
+    expect(runs.stdout).toMatch(/run-k\s+billing-dispute@1\.0\.0\s+noisy-oracle:0\.3\s+interrupted\s/);
     const { code, stdout } = llmix(["rollout", "--resume", "run-k", "--store", path, "--json"]);
     expect(code).toBe(0);
     const out = JSON.parse(stdout);
     expect(out.ran).toBe(64 - before);
     expect(out.episodes).toBe(64);
+    expect(out.run.status).toBe("finished");
+    expect(JSON.parse(llmix(["runs", "--store", path, "--json"]).stdout)).toMatchObject([{ run_id: "run-k", status: "finished", stored_episodes: 64 }]);
     const db = new Database(path, { readonly: true });
     const counts = db.prepare("SELECT count(*) AS n, count(DISTINCT episode_id) AS d FROM episodes WHERE run_id = 'run-k'").get();
     expect(db.prepare("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
