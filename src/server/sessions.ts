@@ -20,6 +20,7 @@ import { toStepRecord } from "../core/trajectory.js";
 import { HostPool, modulesFor, type HostPoolStats } from "../hosts/host-pool.js";
 import { randomSnapshotKey } from "../hosts/signing.js";
 import { episodeRecord, type EpisodeJob } from "../rollout/episode.js";
+import { startHeartbeat, type Heartbeat } from "../store/liveness.js";
 import type { EpisodeRecord, RunRecord, TrajectoryStore } from "../store/types.js";
 import { JsonText } from "./json-text.js";
 
@@ -137,6 +138,9 @@ export class SessionManager {
   private readonly now: () => number;
   private readonly pool: HostPool;
   private readonly runs = new Map<string, Promise<string>>();
+  /** Ids of this server's runs (one per environment with recorded sessions), kept alive by a heartbeat. */
+  private readonly runIds: string[] = [];
+  private heartbeat: Heartbeat | null = null;
   /** The tool set of each environment's run, from its first recorded session. */
   private readonly runTools = new Map<string, ToolSpec[]>();
   private readonly started = new Date();
@@ -367,6 +371,10 @@ export class SessionManager {
       this.drop(s.id);
     }
     await this.pool.close();
+    // A clean stop: this server's runs are finished (a killed server's stay running, and read as interrupted).
+    this.heartbeat?.stop();
+    const store = this.options.store;
+    if (store) await Promise.all(this.runIds.map((id) => store.finishRun(id, "finished").catch(() => undefined)));
   }
 
   // ----- internals -----------------------------------------------------------------------------------
@@ -478,7 +486,12 @@ export class SessionManager {
         config: { source: "llmix serve" } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
         created_at: this.started.toISOString(), finished_at: null,
       };
-      run = store.createRun(record).then(() => runId);
+      run = store.createRun(record).then(() => {
+        // While this server lives its runs read as running; if it dies they read as interrupted.
+        this.runIds.push(runId);
+        this.heartbeat ??= startHeartbeat(store, () => this.runIds);
+        return runId;
+      });
       run.catch(() => this.runs.delete(s.envId));
       this.runs.set(s.envId, run);
     }

@@ -124,6 +124,25 @@ export default { id: "slow-billing", version: billing.version, description: "slo
     const db = openStore(store);
     try {
       expect(await db.getSteps(created.session_id)).toHaveLength(1);
+      // A clean stop finishes the server's run.
+      expect((await db.listRuns()).map((r) => r.status)).toEqual(["finished"]);
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+
+  it("a killed server's run reads as interrupted, not running", async () => {
+    const store = join(dir, "killed", "llmix.db");
+    const server = await serve(["--port", "0", "--store", store]);
+    const created = (await api<CreatedSession>(server.url, "POST", "/v1/sessions", { ...TASK, record: true })).body;
+    await playReference(created, async (action) => (await api<StepResponse>(server.url, "POST", `/v1/sessions/${created.session_id}/step`, { action })).body);
+    server.child.kill("SIGKILL");
+    await server.exited;
+    const db = openStore(store);
+    try {
+      const [run] = await db.listRuns();
+      expect(run?.status).toBe("interrupted");
+      expect(await db.getEpisode(created.session_id)).toMatchObject({ status: "ok", outcome: 1 });
     } finally {
       await db.close();
     }
