@@ -139,6 +139,8 @@ export class Host {
   async close(): Promise<void> {
     if (this.dead) return;
     this.stopping = "close";
+    // An idle host is unref'd; its termination must still keep the process alive until it is done.
+    this.worker.ref();
     await this.worker.terminate();
   }
 

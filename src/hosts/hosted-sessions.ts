@@ -1,8 +1,8 @@
 /**
  * The sessions of one environment host: what runs inside the host thread (host-worker.ts), kept free of
  * threads and messages so it can be tested directly. Each session is one environment instance plus
- * what the wire needs: the observation the next action acts on, the step count, and a compact summary
- * of every step (the episode summary at close). Recorded sessions also hand each step's full record
+ * what the wire needs: the observation the next action acts on, the step count, and the running totals
+ * of its steps (the episode summary at close). Recorded sessions also hand each step's full record
  * back to the serving thread, which keeps them until the episode is stored, so nothing recorded lives
  * only here: a host can be stopped at any time and its sessions rebuilt elsewhere (`rebuild`) from
  * their start, a checkpoint and the actions since, byte-identical (checked by the step digest).
@@ -13,7 +13,7 @@ import type { EnvironmentSnapshot } from "../core/environment.js";
 import { LlmixError, ServiceError, ValidationError } from "../core/errors.js";
 import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
-import { episodeRecord } from "../rollout/episode.js";
+import { emptyTally, episodeRecordOf, tallyStep, type EpisodeTally } from "../rollout/episode.js";
 import type { EpisodeRecord } from "../store/types.js";
 import type { AnyTool } from "../tools/define.js";
 import type { OpenedSession, SessionRebuild, SessionStart, StepReply } from "./protocol.js";
@@ -32,8 +32,8 @@ interface HostedSession {
   /** Steps answered, including those after the end (what the session's info reports). */
   stepCount: number;
   ended: boolean;
-  /** A summary record of each step of the episode (up to its end): the close summary is built from them. */
-  summaries: TrajectoryStepRecord[];
+  /** Totals of the episode's steps (up to its end): the close summary is built from them. */
+  tally: EpisodeTally;
   digest: string;
 }
 
@@ -43,7 +43,7 @@ interface Checkpoint {
   observation: Observation;
   stepCount: number;
   ended: boolean;
-  summaries: TrajectoryStepRecord[];
+  tally: EpisodeTally;
   digest: string;
 }
 
@@ -96,7 +96,7 @@ export class HostedSessions {
       const body = JSON.stringify({ session_id: start.sid, env: entry.id, env_version: env.info.version, task_id: taskId, seed, observation, tools: env.tools() });
       const session: HostedSession = {
         sid: start.sid, env, envId: entry.id, taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
-        stepCount: step, ended, summaries: [], digest: digestOf(body),
+        stepCount: step, ended, tally: emptyTally(), digest: digestOf(body),
       };
       this.sessions.set(start.sid, session);
       const opened: OpenedSession = { env_version: env.info.version, task_id: taskId, seed, step, ended, body, digest: session.digest };
@@ -143,9 +143,9 @@ export class HostedSessions {
     if (counted) {
       const full = toStepRecord({
         episodeId: s.sid, taskId: s.taskId, envVersion: s.env.info.version, policyCheckpoint: s.policyCheckpoint,
-        step: s.summaries.length + 1, observation: s.observation, action, result,
+        step: s.tally.steps + 1, observation: s.observation, action, result,
       });
-      s.summaries.push(summaryOnly(full));
+      tallyStep(s.tally, summaryOnly(full));
       if (s.record) record = full;
     }
     s.observation = result.observation;
@@ -183,7 +183,7 @@ export class HostedSessions {
     await s.env.restore(snapshot);
     s.taskId = snapshot.task_id;
     s.seed = snapshot.seed;
-    s.summaries = [];
+    s.tally = emptyTally();
     s.stepCount = snapshot.step;
     // The observation before the restore is not the one the next action acts on.
     s.observation = EMPTY_OBSERVATION;
@@ -213,7 +213,7 @@ export class HostedSessions {
       policy: "service", policy_checkpoint: s.policyCheckpoint,
     };
     // A session closed before its first step still has a version; the record would take it from a step.
-    return { summary: { ...episodeRecord(job, s.summaries, null, createdAt, closedAt), env_version: s.env.info.version } };
+    return { summary: { ...episodeRecordOf(job, s.tally, null, createdAt, closedAt), env_version: s.env.info.version } };
   }
 
   /** Close every session (the host is stopping). */
@@ -223,7 +223,7 @@ export class HostedSessions {
 
   private async checkpoint(s: HostedSession): Promise<string> {
     const state: Checkpoint = {
-      snapshot: await s.env.snapshot(), observation: s.observation, stepCount: s.stepCount, ended: s.ended, summaries: s.summaries, digest: s.digest,
+      snapshot: await s.env.snapshot(), observation: s.observation, stepCount: s.stepCount, ended: s.ended, tally: s.tally, digest: s.digest,
     };
     return JSON.stringify(state);
   }
@@ -234,7 +234,7 @@ export class HostedSessions {
     s.observation = checkpoint.observation;
     s.stepCount = checkpoint.stepCount;
     s.ended = checkpoint.ended;
-    s.summaries = checkpoint.summaries;
+    s.tally = checkpoint.tally;
     s.digest = checkpoint.digest;
   }
 

@@ -103,26 +103,52 @@ async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: Policy
   });
 }
 
+/**
+ * Running totals of an episode's steps: everything its row needs, without keeping the steps (a service
+ * session can run for many thousands). Plain JSON, so it travels in a checkpoint.
+ */
+export interface EpisodeTally {
+  steps: number;
+  tokens: number;
+  total_reward: number;
+  cost: number;
+  reward_components: Record<string, number>;
+  tool_calls: Record<string, number>;
+  /** The last step (its end, verdict and version make the row's). */
+  last: TrajectoryStepRecord | null;
+}
+
+/** A tally of no steps. */
+export function emptyTally(): EpisodeTally {
+  return { steps: 0, tokens: 0, total_reward: 0, cost: 0, reward_components: {}, tool_calls: {}, last: null };
+}
+
+/** Add one step to a tally (in place). */
+export function tallyStep(tally: EpisodeTally, step: TrajectoryStepRecord): void {
+  tally.steps++;
+  tally.total_reward += step.reward ?? 0;
+  // The observations the policy acted on: the reset observation, then each step's result.
+  tally.tokens += step.observation.tokens;
+  for (const [name, v] of Object.entries(step.reward_components)) tally.reward_components[name] = (tally.reward_components[name] ?? 0) + v;
+  const tool = step.tool_result as ToolResult | null;
+  if (tool) {
+    tally.tool_calls[tool.status] = (tally.tool_calls[tool.status] ?? 0) + 1;
+    tally.cost += tool.cost;
+  }
+  tally.last = step;
+}
+
 /** The episode row of a job's step records. */
 export function episodeRecord(job: EpisodeJob, steps: readonly TrajectoryStepRecord[], error: LlmixError | null, startedAt: Date, finishedAt: Date): EpisodeRecord {
-  const last = steps.at(-1);
-  const ended = last !== undefined && (last.terminated || last.truncated);
-  const components: Record<string, number> = {};
-  const toolCalls: Record<string, number> = {};
-  let total = 0;
-  let cost = 0;
-  let tokens = 0;
-  for (const s of steps) {
-    total += s.reward ?? 0;
-    // The observations the policy acted on: the reset observation, then each step's result.
-    tokens += s.observation.tokens;
-    for (const [name, v] of Object.entries(s.reward_components)) components[name] = (components[name] ?? 0) + v;
-    const tool = s.tool_result as ToolResult | null;
-    if (tool) {
-      toolCalls[tool.status] = (toolCalls[tool.status] ?? 0) + 1;
-      cost += tool.cost;
-    }
-  }
+  const tally = emptyTally();
+  for (const step of steps) tallyStep(tally, step);
+  return episodeRecordOf(job, tally, error, startedAt, finishedAt);
+}
+
+/** The episode row of a job from the tally of its steps. */
+export function episodeRecordOf(job: EpisodeJob, tally: EpisodeTally, error: LlmixError | null, startedAt: Date, finishedAt: Date): EpisodeRecord {
+  const last = tally.last;
+  const ended = last !== null && (last.terminated || last.truncated);
   const finalInfo = (last?.info ?? {}) as Record<string, unknown>;
   const failed = error !== null || !ended;
   return {
@@ -139,17 +165,17 @@ export function episodeRecord(job: EpisodeJob, steps: readonly TrajectoryStepRec
     policy_checkpoint: job.policy_checkpoint,
     status: failed ? "error" : "ok",
     error: error ? { code: error.code, message: error.message } : failed ? { code: "internal", message: "the episode stopped before it ended (closed early, interrupted or cut off)" } : null,
-    steps: steps.length,
-    tokens,
-    total_reward: total,
+    steps: tally.steps,
+    tokens: tally.tokens,
+    total_reward: tally.total_reward,
     outcome: ended ? (last.reward_components.task ?? 0) : null,
-    reward_components: components,
+    reward_components: { ...tally.reward_components },
     verdict: ended ? ((finalInfo.verdict as JsonValue | undefined) ?? null) : null,
     end_reason: ended ? ((finalInfo.end_reason as string | undefined) ?? null) : null,
     terminated: ended && last.terminated,
     truncated: ended && last.truncated,
-    cost,
-    tool_calls: toolCalls,
+    cost: tally.cost,
+    tool_calls: { ...tally.tool_calls },
     advantages: null,
     started_at: startedAt.toISOString(),
     finished_at: finishedAt.toISOString(),

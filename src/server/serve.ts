@@ -93,20 +93,27 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     service, store, host, port: realPort, url: `http://${urlHost}:${realPort}`, authenticated: auth !== null,
     stop: () =>
       (stopping ??= (async () => {
-        // The server stops accepting connections while the manager refuses new work and waits for in-flight steps.
-        const closed = service.app.close();
-        await service.manager.shutdown();
-        // Keep-alive connections that went idle after their last answer would otherwise hold close() open
-        // for the keep-alive timeout; anything still open after a grace period is cut.
-        service.app.server.closeIdleConnections();
-        const grace = setTimeout(() => service.app.server.closeAllConnections(), 5000);
-        grace.unref();
+        // Nothing else may keep the process alive while it stops (idle hosts and sockets are unref'd):
+        // this timer does, until the store is closed.
+        const alive = setInterval(() => undefined, 1000);
         try {
-          await closed;
+          // The server stops accepting connections while the manager refuses new work and waits for in-flight steps.
+          const closed = service.app.close();
+          await service.manager.shutdown();
+          // Keep-alive connections that went idle after their last answer would otherwise hold close() open
+          // for the keep-alive timeout; anything still open after a grace period is cut.
+          service.app.server.closeIdleConnections();
+          const grace = setTimeout(() => service.app.server.closeAllConnections(), 5000);
+          grace.unref();
+          try {
+            await closed;
+          } finally {
+            clearTimeout(grace);
+          }
+          await store.close();
         } finally {
-          clearTimeout(grace);
+          clearInterval(alive);
         }
-        await store.close();
       })()),
   };
 }
