@@ -241,13 +241,14 @@ const ENVS = {
 } as const;
 
 /**
- * Sessions a run needs so that none steps past its episode's budget (billing-dispute ends after 36
- * steps; later steps would be cheap "episode ended" answers): a generous guess of the steps a run takes
- * divided by 30, at least one per connection.
+ * Sessions a run needs so that each takes at most about 30 steps, as a training episode does
+ * (billing-dispute ends after 36 steps, and later steps would be cheap "episode ended" answers; the echo
+ * environment never ends, but a session's call log grows with every step): a generous guess of the
+ * steps a run takes divided by 30, and four per connection at least, so no two connections of one wrk
+ * thread ever step the same session at once.
  */
-function sessionsFor(env: keyof typeof ENVS, connections: number, seconds: number): number {
-  if (env === "bench-echo") return connections;
-  return Math.max(connections, Math.ceil((12_000 * seconds) / 30));
+function sessionsFor(connections: number, seconds: number): number {
+  return Math.max(4 * connections, Math.ceil((15_000 * seconds) / 30));
 }
 
 function rate(r: LoadResult) {
@@ -278,11 +279,11 @@ export async function serviceRates(options: { seconds?: number } = {}): Promise<
       out.push({ env: "-", transport: "echo-http", concurrency: connections, ...echoRate, ratio_to_echo: 1 });
       const ratio = (steps: number) => Math.round((steps / echoRate.steps_per_s) * 100) / 100;
       for (const env of ["bench-echo", "billing-dispute"] as const) {
-        const http = await createSessions(server, env, sessionsFor(env, connections, seconds));
+        const http = await createSessions(server, env, sessionsFor(connections, seconds));
         const h = rate(runWrk(wrk, script, server.url, connections, seconds, { sessions: http, prefix: "/v1/sessions/", suffix: "/step", body: body(env) }));
         out.push({ env, transport: "http", concurrency: connections, ...h, ratio_to_echo: ratio(h.steps_per_s) });
         await closeSessions(server, http);
-        const ws = await createSessions(server, env, sessionsFor(env, connections, seconds));
+        const ws = await createSessions(server, env, sessionsFor(connections, seconds));
         const messages = ws.map((id) => JSON.stringify({ id: 0, op: "step", session_id: id, action: ENVS[env].action }).replace('"id":0', '"id":@ID@'));
         const w = rate(runWsload(wsload, server.port, connections, seconds, messages));
         out.push({ env, transport: "ws", concurrency: connections, ...w, ratio_to_echo: ratio(w.steps_per_s) });

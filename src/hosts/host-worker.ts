@@ -1,14 +1,15 @@
 /**
  * An environment host: the worker thread that runs sessions (and heavy jobs) for the service. It loads
- * the built-in environments and the `--module` files, then answers requests one at a time, in order;
- * the serving thread sends the next only when this one is answered, so whatever the host is running
- * when it overruns its deadline or its memory cap is the one request to blame (see host.ts).
+ * the built-in environments and the `--module` files, then answers requests one at a time, in order,
+ * publishing in shared memory which one it runs and since when, so whatever the host is running when
+ * it overruns its deadline or its memory cap is the one request to blame (see host.ts).
  *
  * Latency: waking a thread through its event loop costs tens of microseconds, several times a small
  * step. So after answering, the host lingers: it sleeps on a futex (Atomics.wait, no CPU) for up to
- * LINGER_MS, and the serving thread, which bumps a shared counter and notifies after each post, wakes
- * it at once; the request is then taken with receiveMessageOnPort. Only after LINGER_MS without work
- * does the host go back to its event loop, where the next request arrives as an ordinary message.
+ * LINGER_MS, watching a shared counter that the serving thread bumps and notifies after each post, and
+ * takes a request seen that way with receiveMessageOnPort. (Spinning instead of sleeping was measured
+ * slower: on two cores the spinning host takes the CPU the serving thread needs.) Only after LINGER_MS
+ * without work does the host go back to its event loop, where requests arrive as ordinary messages.
  */
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { LlmixError, toLlmixError } from "../core/errors.js";
@@ -16,13 +17,13 @@ import { addModules } from "../core/load-module.js";
 import { builtinRegistry } from "../envs/index.js";
 import { runJob } from "./host-jobs.js";
 import { HostedSessions } from "./hosted-sessions.js";
-import { REQUESTS_POSTED, type HostChannel, type HostConfig, type HostNotice, type HostReply, type HostRequest } from "./protocol.js";
+import { LINGERING, REQUESTS_POSTED, RUNNING, RUNNING_SINCE, type HostChannel, type HostConfig, type HostNotice, type HostReply, type HostRequest } from "./protocol.js";
 import { SnapshotSigner } from "./signing.js";
 
 if (!parentPort) throw new LlmixError("internal", "environment host: not started as a worker thread");
 const port = parentPort;
 const { config, channel } = workerData as { config: HostConfig; channel: HostChannel };
-/** How long an idle host waits on the futex for its next request before returning to its event loop. */
+/** How long an idle host then sleeps on the futex for its next request before returning to its event loop. */
 const LINGER_MS = 2;
 
 /** Run one request against the host's sessions. */
@@ -51,7 +52,8 @@ async function handle(sessions: HostedSessions, registry: ReturnType<typeof buil
 class Server {
   private readonly queue: HostRequest[] = [];
   private readonly control: Int32Array;
-  /** Requests taken from the channel so far (compared with the serving thread's count of posts). */
+  private readonly since: Float64Array;
+  /** Messages taken from the channel so far (compared with the serving thread's count of posts). */
   private taken = 0;
   private draining = false;
 
@@ -60,12 +62,14 @@ class Server {
     private readonly registry: ReturnType<typeof builtinRegistry>,
   ) {
     this.control = new Int32Array(channel.control);
-    channel.requests.on("message", (request: HostRequest) => this.accept(request));
+    this.since = new Float64Array(channel.control);
+    channel.requests.on("message", (batch: HostRequest[]) => this.accept(batch));
   }
 
-  private accept(request: HostRequest): void {
+  /** A message of the channel: the requests the serving thread posted together, in order. */
+  private accept(batch: HostRequest[]): void {
     this.taken++;
-    this.queue.push(request);
+    this.queue.push(...batch);
     if (!this.draining) void this.drain();
   }
 
@@ -83,14 +87,26 @@ class Server {
       const waiting = receiveMessageOnPort(channel.requests);
       if (waiting) {
         this.taken++;
-        return waiting.message as HostRequest;
+        const [first, ...rest] = waiting.message as HostRequest[];
+        this.queue.push(...rest);
+        return first;
       }
-      if (attempt === 0) Atomics.wait(this.control, REQUESTS_POSTED, this.taken, LINGER_MS);
+      if (attempt === 0) this.linger();
     }
     return undefined;
   }
 
+  /** Wait for the serving thread to post a request: sleep on the futex (see the header). */
+  private linger(): void {
+    Atomics.store(this.control, LINGERING, 1);
+    Atomics.wait(this.control, REQUESTS_POSTED, this.taken, LINGER_MS);
+    Atomics.store(this.control, LINGERING, 0);
+  }
+
   private async answer(request: HostRequest): Promise<void> {
+    // Published for the serving thread's watchdog: which request runs, since when.
+    this.since[RUNNING_SINCE] = Date.now();
+    Atomics.store(this.control, RUNNING, request.id);
     let reply: HostReply;
     try {
       reply = { id: request.id, ok: true, result: await handle(this.sessions, this.registry, request) };
@@ -105,6 +121,7 @@ class Server {
       const message = `the host could not send its answer: ${(error as Error).message}`;
       channel.replies.postMessage({ id: request.id, ok: false, error: { code: "internal", message, details: {} } } satisfies HostReply);
     }
+    Atomics.store(this.control, RUNNING, 0);
   }
 }
 

@@ -18,12 +18,20 @@ export interface HostConfig {
 export interface HostChannel {
   requests: import("node:worker_threads").MessagePort;
   replies: import("node:worker_threads").MessagePort;
-  /** Int32Array view: [REQUESTS_POSTED] counts requests the serving thread has posted. */
+  /** Shared state (CONTROL_BYTES): Int32 slots at the indices below, and a Float64 at RUNNING_SINCE. */
   control: SharedArrayBuffer;
 }
 
-/** Index in `HostChannel.control` of the count of requests posted (bumped after each post, then notified). */
+/** Int32 index: requests the serving thread has posted (bumped after each post). */
 export const REQUESTS_POSTED = 0;
+/** Int32 index: the id of the request the host is running, 0 when it runs none. */
+export const RUNNING = 1;
+/** Int32 index: 1 while the host sleeps on the futex waiting for requests (the serving thread notifies only then). */
+export const LINGERING = 2;
+/** Float64 index: when the running request started (epoch ms; written before RUNNING is set). */
+export const RUNNING_SINCE = 2;
+/** Size of the shared state. */
+export const CONTROL_BYTES = 3 * Float64Array.BYTES_PER_ELEMENT;
 
 /** How a session starts: a new episode, or a snapshot (a fork or a rebuild's checkpoint). */
 export interface SessionStart {
