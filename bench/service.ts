@@ -309,7 +309,7 @@ export async function sessionMemory(options: { sessions?: number; env?: keyof ty
   const count = options.sessions ?? 10_000;
   const env = options.env ?? "billing-dispute";
   const dir = mkdtempSync(join(tmpdir(), "llmix-bench-memory-"));
-  const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--module", "bench/echo-env.ts", "--capacity", String(count + 10)]);
+  const server = await startChild(["dist/cli/bin.js", "serve", "--port", "0", "--store", join(dir, "db"), "--capacity", String(count + 10)]);
   try {
     // One session first, so the RSS before counts the loaded code and the caches, not only the sessions.
     await post(`${server.url}/v1/sessions`, { env, task_id: `${env}/${ENVS[env].difficulty}/seed-1`, seed: 0 });

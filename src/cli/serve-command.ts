@@ -7,6 +7,7 @@
 import { Option, type Command } from "commander";
 import { ValidationError } from "../core/errors.js";
 import { DEFAULT_BODY_LIMIT } from "../server/app.js";
+import { DEFAULT_RESIDENT_SESSIONS } from "../hosts/protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { mountMcp } from "../server/mcp.js";
 import { SERVE_DEFAULTS, startServer, stopOnSignals } from "../server/serve.js";
@@ -34,6 +35,7 @@ interface ServeFlags {
   bodyLimit: number;
   hosts?: number;
   hostMemory: number;
+  residentSessions: number;
   snapshotKey?: string;
   module?: string[];
 }
@@ -57,6 +59,7 @@ export function registerServeCommand(program: Command): void {
     .option("--body-limit <bytes>", "largest request body or WebSocket message (larger ones get 413 payload_too_large)", integer("--body-limit", 64, 1024 * 1024 * 1024), DEFAULT_BODY_LIMIT)
     .option("--hosts <n>", "environment host threads that run the sessions (default: the core count)", integer("--hosts", 1, 256))
     .option("--host-memory <MiB>", "heap cap of each host thread; a step that exceeds it ends its session with resource_exhausted", integer("--host-memory", 64, 65_536), DEFAULT_THREAD_HEAP_MB)
+    .option("--resident-sessions <n>", "sessions each host keeps live; the least recently used beyond it are parked as snapshots and restored on their next request", integer("--resident-sessions", 1, 10_000_000), DEFAULT_RESIDENT_SESSIONS)
     .option("--snapshot-key <file>", "key that signs snapshots given to clients (share it across a fleet); default: a random key per start")
     .addOption(moduleOption())
     .action(async (flags: ServeFlags) => {
@@ -64,7 +67,7 @@ export function registerServeCommand(program: Command): void {
       const server = await startServer({
         registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, capacity: flags.capacity,
         idleTtlMs: flags.idleTtl, stepTimeoutMs: flags.stepTimeout, bodyLimit: flags.bodyLimit, logger: true,
-        hosts: flags.hosts, hostMemoryMb: flags.hostMemory, snapshotKeyPath: flags.snapshotKey,
+        hosts: flags.hosts, hostMemoryMb: flags.hostMemory, residentSessions: flags.residentSessions, snapshotKeyPath: flags.snapshotKey,
         // Each session's tools over MCP (streamable HTTP at /v1/sessions/:id/mcp), with the same auth and limits.
         extraRoutes: (app, { manager }) => mountMcp(app, manager),
       });

@@ -128,7 +128,7 @@ class Server {
 async function main(): Promise<void> {
   const registry = builtinRegistry();
   await addModules(registry, config.modules);
-  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey)), registry);
+  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey), config.residentSessions), registry);
   port.postMessage({ ready: true } satisfies HostNotice);
 }
 

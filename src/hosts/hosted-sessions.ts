@@ -6,23 +6,35 @@
  * back to the serving thread, which keeps them until the episode is stored, so nothing recorded lives
  * only here: a host can be stopped at any time and its sessions rebuilt elsewhere (`rebuild`) from
  * their start, a checkpoint and the actions since, byte-identical (checked by the step digest).
+ *
+ * Memory: a live environment holds its sandboxes (a billing-dispute world is a SQLite connection,
+ * ~180 KB resident), its snapshot JSON deflated about 10 KB. So beyond `residentSessions` per host the
+ * least recently used sessions are parked: their environment is snapshotted (deflated JSON: a string
+ * would hold any non-Latin-1 text as UTF-16, twice its size) and closed, and restored from it when the
+ * session is next used (inflate and restore, ~1-2 ms, on that request). A parked session
+ * continues exactly as a resident one would: restore-then-continue is the contract `llmix check`
+ * verifies (snapshot-restore), and a rebuild checks the same property by its digest.
  */
 import { createHash } from "node:crypto";
+import { deflateSync, inflateSync } from "node:zlib";
 import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "../core/contract.js";
 import type { EnvironmentSnapshot } from "../core/environment.js";
-import { LlmixError, ServiceError, ValidationError } from "../core/errors.js";
+import { LlmixError, ServiceError, toLlmixError, ValidationError } from "../core/errors.js";
 import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { emptyTally, episodeRecordOf, tallyStep, type EpisodeTally } from "../rollout/episode.js";
 import type { EpisodeRecord } from "../store/types.js";
 import type { AnyTool } from "../tools/define.js";
-import type { OpenedSession, SessionRebuild, SessionStart, StepReply } from "./protocol.js";
+import { DEFAULT_RESIDENT_SESSIONS, type OpenedSession, type SessionRebuild, type SessionStart, type StepReply } from "./protocol.js";
 import type { SnapshotSigner } from "./signing.js";
 
 interface HostedSession {
   sid: string;
-  env: AnyEnvironment;
+  /** The live environment; null while the session is parked (then `parked` holds its snapshot). */
+  env: AnyEnvironment | null;
+  parked: string | null;
   envId: string;
+  envVersion: string;
   taskId: string;
   seed: number;
   record: boolean;
@@ -57,15 +69,25 @@ export function digestOf(text: string): string {
 /** The sessions one host holds, and the operations on them. */
 export class HostedSessions {
   private readonly sessions = new Map<string, HostedSession>();
+  /** The sessions whose environment is live, least recently used first. */
+  private readonly resident = new Map<string, HostedSession>();
 
   constructor(
     private readonly registry: EnvironmentRegistry,
     private readonly signer: SnapshotSigner,
-  ) {}
+    private readonly residentSessions = DEFAULT_RESIDENT_SESSIONS,
+  ) {
+    if (!Number.isSafeInteger(residentSessions) || residentSessions < 1) throw new LlmixError("internal", `resident sessions must be an integer >= 1, got ${residentSessions}`);
+  }
 
   /** Sessions held. */
   get size(): number {
     return this.sessions.size;
+  }
+
+  /** Sessions held whose environment is parked (snapshotted and closed until next used). */
+  get parkedCount(): number {
+    return this.sessions.size - this.resident.size;
   }
 
   /** Start a session: reset to (task_id, seed), or continue from a snapshot (checked unless trusted). */
@@ -95,10 +117,11 @@ export class HostedSessions {
       }
       const body = JSON.stringify({ session_id: start.sid, env: entry.id, env_version: env.info.version, task_id: taskId, seed, observation, tools: env.tools() });
       const session: HostedSession = {
-        sid: start.sid, env, envId: entry.id, taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
+        sid: start.sid, env, parked: null, envId: entry.id, envVersion: env.info.version, taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
         stepCount: step, ended, tally: emptyTally(), digest: digestOf(body),
       };
       this.sessions.set(start.sid, session);
+      await this.makeResident(session, env);
       const opened: OpenedSession = { env_version: env.info.version, task_id: taskId, seed, step, ended, body, digest: session.digest };
       // A fork's base is this checkpoint: a rebuild must not need the client's snapshot again.
       if (start.snapshot !== undefined) opened.checkpoint = await this.checkpoint(session);
@@ -136,13 +159,13 @@ export class HostedSessions {
   /** Apply one action; the answer is the wire form, already serialized. */
   async step(sid: string, action: unknown, checkpoint: boolean): Promise<StepReply> {
     const s = this.require(sid);
-    const result: StepResult = await s.env.step(action as Action);
+    const result: StepResult = await (await this.live(s)).step(action as Action);
     s.stepCount++;
     const counted = !s.ended;
     let record: TrajectoryStepRecord | undefined;
     if (counted) {
       const full = toStepRecord({
-        episodeId: s.sid, taskId: s.taskId, envVersion: s.env.info.version, policyCheckpoint: s.policyCheckpoint,
+        episodeId: s.sid, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint,
         step: s.tally.steps + 1, observation: s.observation, action, result,
       });
       tallyStep(s.tally, summaryOnly(full));
@@ -169,7 +192,7 @@ export class HostedSessions {
 
   /** The session's snapshot, signed, as the body `{"snapshot": {...}}`. */
   async snapshot(sid: string): Promise<{ body: string }> {
-    const snapshot = await this.require(sid).env.snapshot();
+    const snapshot = await (await this.live(this.require(sid))).snapshot();
     return { body: JSON.stringify({ snapshot: this.signer.sign(snapshot) }) };
   }
 
@@ -180,7 +203,7 @@ export class HostedSessions {
     if (snapshot.env !== s.envId) {
       throw new ValidationError("invalid_snapshot", `snapshot is of ${String(snapshot.env)}; this session runs ${s.envId}`);
     }
-    await s.env.restore(snapshot);
+    await (await this.live(s)).restore(snapshot);
     s.taskId = snapshot.task_id;
     s.seed = snapshot.seed;
     s.tally = emptyTally();
@@ -193,8 +216,8 @@ export class HostedSessions {
   }
 
   /** The session's tools: the JSON-Schema specs and their MCP form. */
-  tools(sid: string): { tools: ReturnType<AnyEnvironment["tools"]>; mcp: Array<Record<string, unknown>> } {
-    const env = this.require(sid).env;
+  async tools(sid: string): Promise<{ tools: ReturnType<AnyEnvironment["tools"]>; mcp: Array<Record<string, unknown>> }> {
+    const env = await this.live(this.require(sid));
     return { tools: env.tools(), mcp: env.toolDefinitions().map((t: AnyTool) => t.mcp() as unknown as Record<string, unknown>) };
   }
 
@@ -207,13 +230,14 @@ export class HostedSessions {
   async close(sid: string, createdAt: Date, closedAt: Date): Promise<{ summary: EpisodeRecord }> {
     const s = this.require(sid);
     this.sessions.delete(sid);
-    await s.env.close().catch(() => undefined);
+    this.resident.delete(sid);
+    await s.env?.close().catch(() => undefined);
     const job = {
       run_id: "", episode_id: s.sid, env: s.envId, task_id: s.taskId, seed: s.seed, group_id: s.sid, group_index: 0,
       policy: "service", policy_checkpoint: s.policyCheckpoint,
     };
     // A session closed before its first step still has a version; the record would take it from a step.
-    return { summary: { ...episodeRecordOf(job, s.tally, null, createdAt, closedAt), env_version: s.env.info.version } };
+    return { summary: { ...episodeRecordOf(job, s.tally, null, createdAt, closedAt), env_version: s.envVersion } };
   }
 
   /** Close every session (the host is stopping). */
@@ -221,9 +245,51 @@ export class HostedSessions {
     for (const sid of [...this.sessions.keys()]) await this.close(sid, new Date(0), new Date(0)).catch(() => undefined);
   }
 
+  /** The session's environment, restored from its parked snapshot if need be; now the most recently used. */
+  private async live(s: HostedSession): Promise<AnyEnvironment> {
+    if (s.env !== null) {
+      // Most recently used goes last (a Map keeps insertion order).
+      this.resident.delete(s.sid);
+      this.resident.set(s.sid, s);
+      return s.env;
+    }
+    const env = this.registry.get(s.envId).create();
+    try {
+      await env.restore(JSON.parse(inflateSync(Buffer.from(s.parked as string, "latin1")).toString("utf8")) as EnvironmentSnapshot);
+    } catch (error) {
+      await env.close().catch(() => undefined);
+      throw new LlmixError("internal", `session ${s.sid} could not be brought back from its parked snapshot: ${toLlmixError(error).message}`);
+    }
+    s.parked = null;
+    await this.makeResident(s, env);
+    return env;
+  }
+
+  /** Give the session its live environment, parking the least recently used ones beyond the cap. */
+  private async makeResident(s: HostedSession, env: AnyEnvironment): Promise<void> {
+    s.env = env;
+    this.resident.set(s.sid, s);
+    for (const [sid, oldest] of this.resident) {
+      if (this.resident.size <= this.residentSessions) break;
+      const parkedEnv = oldest.env as AnyEnvironment;
+      let snapshot: string;
+      try {
+        // Level 1: nearly the size of level 6 (9.8 vs 8.8 KB for billing-dispute) at less cost.
+        snapshot = deflateSync(JSON.stringify(await parkedEnv.snapshot()), { level: 1 }).toString("latin1");
+      } catch {
+        // An environment that cannot snapshot now stays resident: memory over the cap, never a lost session.
+        break;
+      }
+      this.resident.delete(sid);
+      oldest.parked = snapshot;
+      oldest.env = null;
+      await parkedEnv.close().catch(() => undefined);
+    }
+  }
+
   private async checkpoint(s: HostedSession): Promise<string> {
     const state: Checkpoint = {
-      snapshot: await s.env.snapshot(), observation: s.observation, stepCount: s.stepCount, ended: s.ended, tally: s.tally, digest: s.digest,
+      snapshot: await (await this.live(s)).snapshot(), observation: s.observation, stepCount: s.stepCount, ended: s.ended, tally: s.tally, digest: s.digest,
     };
     return JSON.stringify(state);
   }

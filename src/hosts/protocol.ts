@@ -7,11 +7,16 @@ import type { ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
 import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
 
 /** What a host is started with (workerData). */
+/** Sessions a host keeps live by default before it parks the least recently used (hosted-sessions.ts). */
+export const DEFAULT_RESIDENT_SESSIONS = 1000;
+
 export interface HostConfig {
   /** `--module` files to load next to the built-in environments, in order. */
   modules: string[];
   /** Key of the snapshot signatures (see signing.ts), hex. */
   snapshotKey: string;
+  /** Sessions the host keeps live before it parks the least recently used (see hosted-sessions.ts). */
+  residentSessions?: number;
 }
 
 /** The channel a host is given besides its config: where requests arrive and replies go (see host.ts). */

@@ -57,6 +57,8 @@ export interface AppOptions {
   hostMemoryMb?: number;
   /** Key of snapshot signatures, hex (default: random per server). */
   snapshotKey?: string;
+  /** Sessions each host keeps live before parking the least recently used (default 1000). */
+  residentSessions?: number;
   /** Idle sessions are reaped after this long (default 15 minutes; 0 = never). */
   idleTtlMs?: number;
   stepTimeoutMs?: number;
@@ -305,7 +307,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
     options.manager ??
     new SessionManager({
       registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
-      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey, residentSessions: options.residentSessions,
     });
   // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();

@@ -30,6 +30,8 @@ export interface ServeOptions {
   hostMemoryMb?: number;
   /** A file holding the snapshot signing key (shared by a fleet); default: a random key per start. */
   snapshotKeyPath?: string;
+  /** Sessions each host keeps live before parking the least recently used. */
+  residentSessions?: number;
   bodyLimit?: number;
   logger?: boolean;
   extraRoutes?: AppOptions["extraRoutes"];
@@ -67,7 +69,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   try {
     service = await buildApp({
       registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
-      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKeyPath !== undefined ? readSnapshotKey(options.snapshotKeyPath) : undefined,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey: options.snapshotKeyPath !== undefined ? readSnapshotKey(options.snapshotKeyPath) : undefined,
       bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
     });
   } catch (error) {

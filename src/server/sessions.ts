@@ -41,6 +41,8 @@ export interface SessionManagerOptions {
   hostMemoryMb?: number;
   /** Key of snapshot signatures, hex (default: random, so snapshots die with the server). */
   snapshotKey?: string;
+  /** Sessions each host keeps live before parking the least recently used (default 1000). */
+  residentSessions?: number;
   /** The clock for idle times (tests). */
   now?: () => number;
 }
@@ -164,6 +166,7 @@ export class SessionManager {
       heapMb: options.hostMemoryMb,
       stepTimeoutMs: this.stepTimeoutMs,
       snapshotKey: options.snapshotKey ?? randomSnapshotKey(),
+      residentSessions: options.residentSessions,
       onSessionLost: (sid, error) => void this.onLost(sid, error),
     });
   }
