@@ -3,6 +3,7 @@ import type { Action, StepResult } from "../../core/contract.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { claimedActions, mentionsAmount } from "./customer.js";
 import { BillingDispute } from "./env.js";
+import { formatUsd } from "./policy.js";
 import type { Family, Task, Variant } from "./tasks.js";
 
 async function open(family: Family, variant: Variant, seed: number, id = "billing-dispute/medium/seed-11") {
@@ -72,7 +73,7 @@ describe("the simulated customer", () => {
     expect(customerText(r2)).toMatch(/don't have/i);
   });
 
-  it("asks for the reference id when told about a real refund without it, and is satisfied once given", async () => {
+  it("asks for the reference id when told about a real refund without it, and is satisfied once every item is given", async () => {
     const { env, task } = await open("duplicate-charge", "none", 4);
     const e = task.expected;
     const acts: Action[] = [
@@ -87,7 +88,11 @@ describe("the simulated customer", () => {
     expect(customerText(ask)).toMatch(/reference (number|id)/);
     expect(ask.terminated).toBe(false);
     expect(ask.rewardComponents.policy_violation).toBe(0);
-    const done = await env.step(say(`The refund reference is ${ref}.`));
+    // The reference alone is not all the policy requires: the customer waits for the rest, across messages.
+    const more = await env.step(say(`The refund reference is ${ref}.`));
+    expect(more.terminated).toBe(false);
+    expect(customerText(more)).not.toMatch(/reference (number|id)/);
+    const done = await env.step(say(`It is ${formatUsd(e.amount_cents)} back to your original card, within 5-10 business days.`));
     expect(done.info.end_reason).toBe("customer_satisfied");
   });
 

@@ -3,23 +3,38 @@
  * state machine (facts fixed by the task, phrasing drawn from the episode's RNG); an LLM-backed model
  * can implement the same interface later.
  *
- * Stop protocol: the customer ends the conversation when satisfied (told about a remedy that is really
- * on the account, or given a correct explanation), when refused (told verification failed or the charge
- * is not eligible, after any pushing back), or when out of patience (too many agent messages).
+ * Stop protocol: the customer ends the conversation when satisfied (told, over one message or several,
+ * every item the policy requires about a change that is really on the account), when refused (given the
+ * correct explanation or refusal, backed by the evidence it needs, after any pushing back), or when out of
+ * patience (too many agent messages). It never reacts to what the agent cannot know yet: an explanation
+ * or refusal without its evidence gets the same neutral answer on every task, so the customer is no oracle
+ * for the remedy. Claims are checked against the account with the same reading the verifier uses (claims.ts).
  */
 import type { Rng } from "../../core/rng.js";
+import { falseClaims, parseClaims } from "./claims.js";
+import { evidenceFor, REFUSAL, saidAfter, toldItems, type Evidence } from "./evidence.js";
 import { formatUsd, type RemedyKind } from "./policy.js";
 import type { Family, Persona, Variant } from "./tasks.js";
-import type { ActionRecord } from "./world.js";
+import type { ActionRecord, Utterance } from "./world.js";
 
 /** How the conversation ended from the customer's side. */
 export type CustomerEnd = "satisfied" | "refused" | "out_of_patience";
 
-/** What the customer can perceive of the account: changes made for them and refunds they were sent before. */
+/**
+ * What the customer can perceive: the account (changes made for them, refunds and credits they were given
+ * before), the conversation so far (including the message being answered), and what the agent has
+ * evidence for (the customer reacts to an explanation only once the agent could know it: otherwise its
+ * answer would tell the agent which remedy is right).
+ */
 export interface CustomerView {
   actions: readonly ActionRecord[];
   /** Reference ids of refunds recorded on the account before this conversation. */
   priorRefundRefs: readonly string[];
+  /** Refunds and credits recorded on the account before this conversation. */
+  prior: readonly { kind: "refund" | "credit"; ref: string; amount_cents: number }[];
+  /** The conversation so far; the message being answered is its last agent line. */
+  transcript: readonly Utterance[];
+  evidence: Evidence;
 }
 
 export interface CustomerTurn {
@@ -27,6 +42,8 @@ export interface CustomerTurn {
   end?: CustomerEnd;
   /** Account changes the agent claimed but did not make ("refund", "credit", "escalation"). */
   falseClaims: string[];
+  /** Why each false claim is false (same order). */
+  falseClaimDetails?: string[];
 }
 
 /** The seam an LLM-backed customer would implement. */
@@ -48,6 +65,31 @@ export interface CustomerScript {
   family: Family;
   variant: Variant;
   expected: RemedyKind;
+  /** The refund already issued for the disputed charge (already-refunded): the customer finds it on their statement by this reference. */
+  existingRefundRef?: string | null;
+}
+
+/** What the customer answers an explanation or refusal the agent has no evidence for (the same for every task). */
+const NEUTRAL = [
+  "How would you know that? You haven't even looked at my account yet.",
+  "Have you actually checked my account? Please look before telling me that.",
+  "I'd like you to check my account properly first.",
+];
+
+/** The customer's questions for the items of a remedy not yet told (same order as COMMUNICATION[kind]). */
+const ASK: Record<RemedyKind, readonly string[]> = {
+  refund: ["How much are you refunding?", "Where will the money go?", "Can I get a reference number for that refund?", "When will I see the money?"],
+  credit: ["How much is the credit?", "So is that a credit on my account?", "Can I get a reference number for that credit?", "When does the credit apply?"],
+  escalate: ["Can I get a case number for that?", "When will I hear back from them?"],
+  explain: ["Which plan is that exactly?", "How much was that charge again?"],
+  "already-refunded": ["Do you have the reference of that refund?", "When should I have received it?"],
+  unverified: ["So you can't verify me?"],
+  expired: ["So it's too old?"],
+};
+
+/** The questions for the untold items. */
+function askFor(kind: RemedyKind, told: readonly boolean[]): string {
+  return `OK. ${ASK[kind].filter((_, i) => told[i] !== true).join(" ")}`;
 }
 
 const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
@@ -61,64 +103,9 @@ export function initialCustomerState(persona: Persona): CustomerState {
   return { turns: 0, pushesLeft: persona.pushes, revealed: { email: null, card_last4: null, postal_code: null, charge: false }, ended: null };
 }
 
-const NEGATION = /\b(not|cannot|unable|never|no|won't|can't|couldn't|didn't|haven't|hasn't|isn't|wasn't)\b|n't\b/i;
-const VERBS = "issued|processed|refunded|applied|credited|added|escalated|opened|created|submitted|filed|reversed";
-const CLAIMS = [
-  new RegExp(`\\b(i|we)\\s*(have|'ve|had)?\\s*(just\\s+|now\\s+|already\\s+|successfully\\s+|also\\s+)?(${VERBS})\\b`, "gi"),
-  new RegExp(`\\b(has|have)\\s+(now\\s+|already\\s+|just\\s+)?been\\s+(${VERBS})\\b`, "gi"),
-  /\b(refund|credit|escalation|case)\s+(is|was)\s+(now\s+)?(issued|processed|applied|complete|completed|done|created|opened|submitted)\b/gi,
-];
-/** A further verb of the same claim: "I've refunded X and opened a case". */
-const AND_VERB = new RegExp(`\\band\\s+(also\\s+)?(${VERBS})\\b`, "gi");
-
-/** The kinds of account change a message claims were made ("refund", "credit", "escalation"). */
-export function claimedActions(message: string): string[] {
-  const kinds = new Set<string>();
-  for (const sentence of message.split(/(?<=[.!?;])\s+|\n+/)) {
-    const claims: Array<{ at: number; text: string }> = [];
-    for (const pattern of CLAIMS) {
-      for (const m of sentence.matchAll(pattern)) {
-        if (!NEGATION.test(sentence.slice(0, (m.index ?? 0) + m[0].length))) claims.push({ at: m.index ?? 0, text: m[0] });
-      }
-    }
-    if (claims.length === 0) continue;
-    const first = Math.min(...claims.map((c) => c.at));
-    for (const m of sentence.matchAll(AND_VERB)) if ((m.index ?? 0) > first) claims.push({ at: m.index ?? 0, text: m[0] });
-    claims.sort((a, b) => a.at - b.at);
-    claims.forEach((claim, i) => {
-      const segment = sentence.slice(claim.at, claims[i + 1]?.at ?? sentence.length).toLowerCase();
-      const kind = classify(claim.text.toLowerCase()) ?? classify(segment) ?? (i === 0 ? classify(sentence.slice(0, claim.at).toLowerCase()) : null);
-      if (kind) kinds.add(kind);
-    });
-  }
-  return [...kinds].sort();
-}
-
-function classify(text: string): string | null {
-  const hits: Array<[number, string]> = [];
-  for (const [kind, re] of [["refund", /refund/], ["credit", /credit/], ["escalation", /escalat|\bcase\b|specialist/]] as const) {
-    const i = text.search(re);
-    if (i >= 0) hits.push([i, kind]);
-  }
-  hits.sort((a, b) => a[0] - b[0]);
-  return hits[0]?.[1] ?? null;
-}
-
-/** Does a message mention an amount (accepts "$1,234.50", "1234.50", "1234.5 USD")? */
-export function mentionsAmount(message: string, cents: number): boolean {
-  const plain = message.replace(/(\d),(\d{3})/g, "$1$2");
-  const whole = Math.floor(cents / 100);
-  const frac = String(cents % 100).padStart(2, "0");
-  const re = new RegExp(`(^|[^\\d.])${whole}\\.${frac}(?!\\d)`);
-  if (re.test(plain)) return true;
-  return cents % 100 === 0 && new RegExp(`\\$${whole}(?![\\d.])`).test(plain);
-}
-
-export const REFUSAL: Record<"unverified" | "expired" | "explain", RegExp> = {
-  unverified: /\b(unable|not able|cannot|can't|couldn't|could not|failed|wasn't able|was not able)\s+(to\s+)?verify|\bverification\s+(failed|was unsuccessful|did not succeed|didn't succeed)|\bnot\s+(been\s+)?verified\b/i,
-  expired: /\btoo old\b|\bolder than\b|\boutside (of )?(the|our) (refund |credit )?window/i,
-  explain: /\brenew/i,
-};
+// The readings of a message the verifier shares (kept importable from here).
+export { claimedActions, mentionsAmount } from "./claims.js";
+export { REFUSAL } from "./evidence.js";
 
 /** The deterministic, seed-phrased customer. */
 export class ScriptedCustomer implements CustomerModel {
@@ -177,31 +164,25 @@ export class ScriptedCustomer implements CustomerModel {
     s.turns += 1;
     const text = agentMessage;
 
-    // 1. Claims of changes that are not on the account: the customer checks and notices.
-    const refsMentioned = (refs: readonly string[]) => refs.some((r) => text.includes(r));
-    const falseClaims = claimedActions(text).filter((kind) => {
-      if (view.actions.some((a) => a.kind === kind)) return false;
-      return !(kind === "refund" && refsMentioned(view.priorRefundRefs));
-    });
-    if (falseClaims.length > 0) {
-      const what = falseClaims.join(" or ");
+    // 1. Claims the account contradicts (a change, or an amount, that is not there): the customer checks and notices.
+    const wrong = falseClaims(text, { actions: view.actions, prior: view.prior });
+    if (wrong.length > 0) {
+      const kinds = [...new Set(wrong.map((w) => w.kind))].sort();
+      const what = kinds.join(" or ");
       const line = this.rng.pick([
         `I just checked my account and there is no ${what} on it. Did it actually go through?`,
         `Hold on, I'm looking at my account right now and I don't see any ${what}.`,
         `That's not true, my account shows no ${what} at all.`,
       ]);
-      return this.patience({ text: line, falseClaims });
+      return this.patience({ text: line, falseClaims: kinds, falseClaimDetails: kinds.map((k) => wrong.filter((w) => w.kind === k).map((w) => w.detail).join("; ")) });
     }
 
-    // 2. Resolution: a real remedy the customer can see, or a correct explanation / refusal.
-    const remedy = view.actions.find((a) => text.includes(a.ref));
-    const kind = this.script.expected;
-    let resolved: "remedy" | "refusal" | null = null;
-    if (remedy) resolved = "remedy";
-    else if (kind === "already-refunded" && refsMentioned(view.priorRefundRefs)) resolved = "remedy";
-    else if (kind === "explain" && REFUSAL.explain.test(text) && (text.toLowerCase().includes(p.planName.toLowerCase()) || mentionsAmount(text, p.charge.amount_cents))) resolved = "refusal";
-    else if ((kind === "unverified" || kind === "expired") && REFUSAL[kind].test(text)) resolved = "refusal";
-    if (resolved) {
+    // 2. Resolution: a change the customer can see on the account, or an explanation or refusal the agent has
+    //    evidence for, once every item the policy requires has been told (in this message or earlier ones).
+    const outcome = this.resolution(text, view);
+    if (outcome?.missing) return this.patience({ text: outcome.missing, falseClaims: [] });
+    if (outcome?.resolved) {
+      const resolved = outcome.resolved;
       if (s.pushesLeft > 0) {
         s.pushesLeft -= 1;
         return this.patience({ text: `${this.rng.pick(["No, that's not acceptable.", "I'm not happy with that.", "Come on."])} ${this.demandLine()}`, falseClaims: [] });
@@ -210,17 +191,13 @@ export class ScriptedCustomer implements CustomerModel {
       const bye =
         resolved === "remedy"
           ? this.rng.pick(["Great, thank you for sorting that out. Bye!", "Perfect, that's all I needed. Thanks.", "OK, thanks. Goodbye."])
-          : kind === "explain"
+          : this.script.expected === "explain"
             ? this.rng.pick(["Oh, right, the renewal. I forgot about that. Thanks.", "Ah, that explains it. Never mind then, thanks.", "OK, I remember now. Thanks for explaining."])
             : this.rng.pick(["Fine. I'll sort it out some other way. Goodbye.", "That's frustrating, but OK. Bye.", "Alright, I'll call back then."]);
       return { text: bye, end: s.ended, falseClaims: [] };
     }
-
-    // A true claim without its reference id: the customer asks for it.
-    const claimedReal = claimedActions(text).find((k) => view.actions.some((a) => a.kind === k));
-    if (claimedReal) {
-      return this.patience({ text: this.rng.pick([`OK. Can I get a reference number for that ${claimedReal}?`, `Do you have a reference id for the ${claimedReal}?`]), falseClaims: [] });
-    }
+    // An explanation or refusal the agent cannot know yet: the same answer whichever remedy is right.
+    const unsupported = outcome?.unsupported === true ? this.rng.pick(NEUTRAL) : null;
 
     // 3. Questions: reveal exactly the facts asked for.
     const lower = text.toLowerCase();
@@ -245,6 +222,7 @@ export class ScriptedCustomer implements CustomerModel {
     if (/charge id|invoice (number|id|#)|account (number|id)|customer id|password|\bpin\b|social security/.test(lower)) {
       answers.push(this.rng.pick(["I don't have any ids or numbers like that, sorry.", "No idea, I don't have that."]));
     }
+    if (unsupported !== null) answers.unshift(unsupported);
     if (answers.length > 0) return this.patience({ text: answers.join(" "), falseClaims: [] });
 
     // 4. Nothing useful: nudge.
@@ -254,6 +232,50 @@ export class ScriptedCustomer implements CustomerModel {
       terse: ["And?", "So?", "What now?"],
     }[p.tone];
     return this.patience({ text: this.rng.pick(nudge), falseClaims: [] });
+  }
+
+  /**
+   * How the message bears on the resolution: `resolved` when it completes what the policy requires for a
+   * change on the account (or for the expected explanation or refusal, with evidence); `missing`, the
+   * customer's question for the items still untold; `unsupported` when it explains or refuses without the
+   * evidence for that statement (whatever the task's remedy, so the answer reveals nothing).
+   */
+  private resolution(text: string, view: CustomerView): { resolved?: "remedy" | "refusal"; missing?: string; unsupported?: boolean } | null {
+    const p = this.p;
+    // A change on the account the agent has told the customer about since making it (its reference or a
+    // claim of its kind, in this message or an earlier one): judged by the change's own kind and amount,
+    // never by the remedy the task expects.
+    let ask: string | null = null;
+    for (const a of [...view.actions].reverse()) {
+      const said = saidAfter(view.transcript, a.step);
+      if (!said.includes(a.ref) && !parseClaims(said).some((c) => c.kind === a.kind)) continue;
+      const kind: RemedyKind = a.kind === "escalation" ? "escalate" : a.kind;
+      const told = toldItems(kind, said, { amountCents: a.amount_cents ?? 0, ref: a.ref, planName: p.planName });
+      if (told.every(Boolean)) return { resolved: "remedy" };
+      ask ??= askFor(kind, told);
+    }
+    if (ask !== null) return { missing: ask };
+    // Explanations and refusals: each needs its own evidence before it means anything.
+    const expected = this.script.expected;
+    const stated: Array<"explain" | "expired" | "unverified" | "already-refunded"> = [];
+    if (REFUSAL.explain.test(text)) stated.push("explain");
+    if (REFUSAL.expired.test(text)) stated.push("expired");
+    if (REFUSAL.unverified.test(text)) stated.push("unverified");
+    if (view.priorRefundRefs.some((r) => text.includes(r))) stated.push("already-refunded");
+    let unsupported = false;
+    for (const kind of stated) {
+      const since = evidenceFor(kind, view.evidence);
+      if (since === null) {
+        unsupported = true;
+        continue;
+      }
+      if (kind !== expected) continue;
+      const ref = kind === "already-refunded" ? this.script.existingRefundRef ?? null : null;
+      const told = toldItems(kind, saidAfter(view.transcript, since), { amountCents: p.charge.amount_cents, ref, planName: p.planName });
+      if (told.every(Boolean)) return { resolved: kind === "already-refunded" ? "remedy" : "refusal" };
+      return { missing: askFor(kind, told) };
+    }
+    return unsupported ? { unsupported } : null;
   }
 
   /** Apply the patience budget to a turn that did not end the conversation. */

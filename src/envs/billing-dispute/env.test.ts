@@ -232,7 +232,11 @@ describe("permissions and policy violations", () => {
       tool("add_note", { customer_id: task.customerId, body: "refunded duplicate" }),
     ]);
     const ref = (resultOf(r.at(-2)!).output as { refund_id: string }).refund_id;
-    const end = await env.step(say(`I have issued a refund of ${formatUsd(e.amount_cents)} to your original payment method (reference ${ref}).`));
+    const told = await env.step(say(`I have issued a refund of ${formatUsd(e.amount_cents)} to your original payment method (reference ${ref}).`));
+    // The customer waits for the missing item (and asks for it) instead of leaving.
+    expect(told.terminated).toBe(false);
+    expect(told.observation.rendered).toMatch(/when will i see the money/i);
+    const end = await env.step(tool("end_conversation", {}));
     expect(end.terminated).toBe(true);
     expect(end.rewardComponents.task).toBe(0.75);
     const items = (verdictOf(end).parts!.resolution!.parts!.communication!.details.items as Array<{ item: string; told: boolean }>);
@@ -376,7 +380,7 @@ describe("episodes", () => {
 
   it("is registered as a built-in environment with its reward components declared", () => {
     const entry = BUILTIN_ENVIRONMENTS.find((e) => e.id === "billing-dispute")!;
-    expect(entry.version).toBe("1.0.0");
+    expect(entry.version).toBe("1.1.0");
     const env = entry.create();
     expect(env.componentBounds().policy_violation).toMatchObject({ min: -1, max: 0 });
     expect(env.maxSteps).toBeGreaterThanOrEqual(30);

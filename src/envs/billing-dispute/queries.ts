@@ -29,7 +29,7 @@ export const QUERIES = {
   setCreditRef: "UPDATE credits SET ref = ? WHERE id = ?",
   insertEscalation: "INSERT INTO escalations (ref, customer_id, charge_id, amount_cents, summary, created_at, created_by) VALUES ('pending', ?, ?, ?, ?, ?, ?)",
   setEscalationRef: "UPDATE escalations SET ref = ? WHERE id = ?",
-  failedVerification: "SELECT 1 AS ok FROM verification_log WHERE customer_id = ? AND success = 0 LIMIT 1",
+  anyFailedVerification: "SELECT 1 AS ok FROM verification_log WHERE success = 0 LIMIT 1",
   insertNote: "INSERT INTO account_notes (customer_id, author, body, created_at) VALUES (?, ?, ?, ?)",
   /** The ledger rows an agent created: every escalation, and refunds and credits without a seeded (5-digit) reference. */
   agentLedger: `SELECT 'refund' AS kind, id, ref, customer_id, charge_id, amount_cents FROM refunds WHERE ref NOT GLOB 'RF-[0-9][0-9][0-9][0-9][0-9]'

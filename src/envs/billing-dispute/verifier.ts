@@ -7,7 +7,8 @@
  * - state: the billing tables equal the reference solver's final state (rows compared as multisets,
  *   ignoring surrogate ids, generated reference ids, timestamps and free-text fields).
  * - communication: the agent told the customer every item the policy requires for the remedy
- *   (share of items found; all are needed to pass).
+ *   (share of items found; all are needed to pass), counting only what it said once it had the
+ *   evidence for it (`communicationItems`).
  */
 import type { JsonValue } from "../../core/json.js";
 import { canonicalJson } from "../../core/json.js";
@@ -15,8 +16,9 @@ import { dumpDatabase, type Row } from "../../sandboxes/database.js";
 import { gate, product } from "../../rewards/compose.js";
 import { stateDiff, type StateDiffOutcome } from "../../rewards/state-diff.js";
 import { defineVerifier, type Verifier } from "../../rewards/verifier.js";
-import { mentionsAmount, REFUSAL } from "./customer.js";
-import { COMMUNICATION, RULES } from "./policy.js";
+import type { CallRecord } from "../../core/environment.js";
+import { evidenceFor, evidenceOf, saidAfter, toldItems } from "./evidence.js";
+import { COMMUNICATION } from "./policy.js";
 import type { Task } from "./tasks.js";
 import type { Session, Violation } from "./world.js";
 import type { SqlDatabase } from "../../sandboxes/database.js";
@@ -25,6 +27,8 @@ export interface VerifyInput {
   task: Task;
   db: SqlDatabase;
   session: Session;
+  /** The episode's tool calls: what the agent read, and when (evidence for what it said). */
+  calls: readonly CallRecord[];
   /** The billing state (`billingState`) of the reference solver's final world. */
   reference: () => Promise<BillingState>;
 }
@@ -108,38 +112,32 @@ const state = stateDiff<VerifyInput, BillingState>({
   allOrNothing: true,
 });
 
-/** The items the agent must have told the customer, each with whether it was found. */
-export function communicationItems(input: VerifyInput): Array<{ item: string; told: boolean }> {
+/**
+ * The items the agent must have told the customer, each with whether it was found. Only what the agent
+ * said once it had the evidence for it counts: after the account change it reports (refund, credit,
+ * escalation: the change and its reference come from the tool), or, for a remedy that changes nothing,
+ * after reading the rows (or making the verification attempt) that support it (`evidenceFor`). Without
+ * that, "that is your renewal" or "I could not verify you" is a guess, worth nothing.
+ */
+export function communicationItems(input: VerifyInput): Array<{ item: string; told: boolean; evidence: boolean }> {
   const { task, session } = input;
   const e = task.expected;
   const kind = e.kind;
-  const actionKind = kind === "refund" ? "refund" : kind === "credit" ? "credit" : kind === "escalate" ? "escalation" : null;
-  const action = actionKind ? [...session.actions].reverse().find((a) => a.kind === actionKind && a.charge_id === e.charge_id) : undefined;
-  const since = action?.step ?? 0;
-  const said = session.transcript.filter((u) => u.from === "agent" && u.step >= since).map((u) => u.text).join("\n");
-  const lower = said.toLowerCase();
-  const t = RULES.refundTimelineBusinessDays;
-  const timeline = new RegExp(`\\b${t.min}\\s*(-|–|to)\\s*${t.max}\\s+business\\s+days`, "i").test(said);
   const c = COMMUNICATION[kind];
-  const checks: boolean[] = (() => {
-    switch (kind) {
-      case "refund":
-        return [mentionsAmount(said, e.amount_cents), /\brefund/.test(lower) && /original payment method|\bcard\b/.test(lower), !!action && said.includes(action.ref), timeline];
-      case "credit":
-        return [mentionsAmount(said, e.amount_cents), /\bcredit/.test(lower), !!action && said.includes(action.ref), /next (invoice|bill)/.test(lower)];
-      case "escalate":
-        return [!!action && said.includes(action.ref), new RegExp(`\\b${RULES.escalationResponseHours}\\s*(hours|hrs|h)\\b`, "i").test(said)];
-      case "explain":
-        return [REFUSAL.explain.test(said) && lower.includes(task.persona.planName.toLowerCase()), mentionsAmount(said, e.amount_cents)];
-      case "already-refunded":
-        return [e.existing_refund_ref !== null && said.includes(e.existing_refund_ref), timeline];
-      case "unverified":
-        return [REFUSAL.unverified.test(said)];
-      case "expired":
-        return [REFUSAL.expired.test(said)];
-    }
-  })();
-  return c.map((item, i) => ({ item, told: checks[i] === true }));
+  const actionKind = kind === "refund" ? "refund" : kind === "credit" ? "credit" : kind === "escalate" ? "escalation" : null;
+  let since: number | null;
+  let ref: string | null = null;
+  if (actionKind !== null) {
+    const action = [...session.actions].reverse().find((a) => a.kind === actionKind && a.charge_id === e.charge_id);
+    since = action?.step ?? null;
+    ref = action?.ref ?? null;
+  } else {
+    since = evidenceFor(kind as "explain" | "expired" | "already-refunded" | "unverified", evidenceOf(task, input.calls, session.transcript));
+    ref = e.existing_refund_ref;
+  }
+  if (since === null) return c.map((item) => ({ item, told: false, evidence: false }));
+  const checks = toldItems(kind, saidAfter(session.transcript, since), { amountCents: e.amount_cents, ref, planName: task.persona.planName });
+  return c.map((item, i) => ({ item, told: checks[i] === true, evidence: true }));
 }
 
 const communication = defineVerifier<VerifyInput>("communication", (input) => {
