@@ -24,7 +24,7 @@ export interface CodeRepairOptions extends EnvironmentOptions {
 export class CodeRepair extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.0.0",
+    version: "1.1.0",
     description: "Fix the injected bugs of a small JavaScript project so its visible and hidden tests pass, without touching the tests.",
     maxSteps: 40,
   };

@@ -53,6 +53,16 @@ const ints = (rng: Rng, n: number, lo: number, hi: number) => Array.from({ lengt
 const isoDate = (rng: Rng) => new Date(Date.UTC(rng.int(1990, 2035), rng.int(0, 11), rng.int(1, 28))).toISOString().slice(0, 10);
 const mixCase = (rng: Rng, w: string) => [...w].map((c) => (rng.bool(0.3) ? c.toUpperCase() : c)).join("");
 
+// Inputs that expose a bug (`trigger`) come from wide distributions: tests of other tasks show their inputs
+// with the right answers, so from a small set (16 words, a handful of years) a lookup table built from
+// many tasks' visible tests would answer the hidden tests of a new task without fixing anything.
+/** A pronounceable made-up word of 3-8 letters (about 10^8 of them). */
+const pseudoWord = (rng: Rng) => Array.from({ length: rng.int(3, 8) }, (_, i) => rng.pick(i % 2 === 0 ? [..."bcdfghjklmnprstvwz"] : [..."aeiouy"])).join("");
+/** An ISO date in the years 1000-9999 (the four-digit years the functions accept). */
+const wideIsoDate = (rng: Rng) => new Date(Date.UTC(rng.int(1000, 9999), rng.int(0, 11), rng.int(1, 28))).toISOString().slice(0, 10);
+/** Whitespace characters that String.prototype.trim and /\s/ both treat as whitespace. */
+const WHITESPACE = [" ", "\t", "\n", "\r", "\v", "\f", "\u00a0", "\u2003", "\u3000"];
+
 // ---- arrays ----------------------------------------------------------------------------------------------
 
 function chunk(items: unknown[], size: number, last = 0): unknown[][] {
@@ -229,9 +239,9 @@ const ARRAYS: FnSpec[] = [
         replace: "for (let i = start; i <= end; i += step)",
         buggy: (start: number, end: number, step?: number) => range(start, end, step, true),
         trigger: (rng) => {
-          const start = rng.int(-5, 5);
-          const step = rng.int(1, 3);
-          const end = start + step * rng.int(1, 4);
+          const start = rng.int(-1000, 1000);
+          const step = rng.int(1, 9);
+          const end = start + step * rng.int(1, 12);
           return rng.bool(0.5) && step === 1 ? [start, end] : [start, end, step];
         },
         description: "`<=` instead of `<`: the end value is included when the range lands on it",
@@ -392,7 +402,10 @@ const ARRAYS: FnSpec[] = [
         find: "items.filter((item) => item !== null && item !== undefined)",
         replace: "items.filter((item) => Boolean(item))",
         buggy: (items: unknown[]) => items.filter((item) => Boolean(item)),
-        trigger: (rng) => [rng.shuffle([rng.pick([0, "", false]), ...Array.from({ length: rng.int(1, 5) }, () => rng.pick([0, "", false, 1, "x", null, 5]))])],
+        trigger: (rng) => {
+          const item = () => [0, "", false, null, rng.int(1, 999), pseudoWord(rng), rng.int(-999, -1)][rng.int(0, 6)];
+          return [rng.shuffle([rng.pick([0, "", false]), ...Array.from({ length: rng.int(2, 6) }, item)])];
+        },
         description: "filters on truthiness, so 0, false and empty strings are dropped too",
       },
     ],
@@ -434,6 +447,11 @@ const phrase = (rng: Rng) => {
   const n = rng.int(1, 4);
   return Array.from({ length: n }, () => mixCase(rng, rng.pick(WORDS))).join(rng.pick([" ", " ", " - ", ", ", "_", "!"]));
 };
+/** Like phrase, from made-up words (bug triggers). */
+const wordsPhrase = (rng: Rng) => {
+  const n = rng.int(1, 4);
+  return Array.from({ length: n }, () => mixCase(rng, pseudoWord(rng))).join(rng.pick([" ", " ", " - ", ", ", "_", "!"]));
+};
 
 const STRINGS: FnSpec[] = [
   {
@@ -457,7 +475,7 @@ const STRINGS: FnSpec[] = [
         replace: "if (text.length < max) return text;",
         buggy: (text: string, max: number, suffix?: string) => truncate(text, max, suffix, true),
         trigger: (rng) => {
-          const text = rng.sample(WORDS, rng.int(1, 3)).join(" ");
+          const text = Array.from({ length: rng.int(1, 3) }, () => pseudoWord(rng)).join(" ");
           return rng.bool(0.5) ? [text, text.length] : [text, text.length, rng.pick(["~", "!"])];
         },
         description: "`<` instead of `<=`: text exactly `max` long is cut although it fits",
@@ -468,7 +486,7 @@ const STRINGS: FnSpec[] = [
         replace: 'function truncate(text, max, suffix = "..") {',
         buggy: (text: string, max: number, suffix = "..") => truncate(text, max, suffix),
         trigger: (rng) => {
-          const text = rng.sample(WORDS, rng.int(2, 3)).join(" ");
+          const text = Array.from({ length: rng.int(2, 4) }, () => pseudoWord(rng)).join(" ");
           return [text, rng.int(4, text.length - 1)];
         },
         description: 'the default suffix is ".." instead of "..."',
@@ -494,7 +512,7 @@ const STRINGS: FnSpec[] = [
         replace: ".map((word) => word[0].toUpperCase() + word.slice(1).toLowerCase())",
         buggy: (text: string) => titleCase(text, false),
         trigger: (rng) => {
-          const words = Array.from({ length: rng.int(1, 3) }, () => mixCase(rng, rng.pick(WORDS)));
+          const words = Array.from({ length: rng.int(1, 3) }, () => mixCase(rng, pseudoWord(rng)));
           const where = rng.int(0, 2);
           return [where === 0 ? ` ${words.join(" ")}` : where === 1 ? `${words.join("  ")} ` : words.join("  ")];
         },
@@ -523,7 +541,10 @@ const STRINGS: FnSpec[] = [
         find: 'function padLeft(value, width, fill = " ") {',
         replace: 'function padLeft(value, width, fill = "0") {',
         buggy: (value: unknown, width: number, fill = "0") => padLeft(value, width, fill),
-        trigger: (rng) => [rng.int(0, 99), rng.int(3, 8)],
+        trigger: (rng) => {
+          const value = rng.int(0, 99_999);
+          return [value, String(value).length + rng.int(1, 5)];
+        },
         description: 'the default fill is "0" instead of a space',
       },
       {
@@ -532,7 +553,7 @@ const STRINGS: FnSpec[] = [
         replace: "while (text.length < width - 1) text = fill + text;",
         buggy: (value: unknown, width: number, fill?: string) => padLeft(value, width, fill, true),
         trigger: (rng) => {
-          const value = rng.int(0, 99);
+          const value = rng.int(0, 99_999);
           const width = String(value).length + rng.int(1, 4);
           return rng.bool(0.5) ? [value, width] : [value, width, rng.pick(["0", "*"])];
         },
@@ -558,7 +579,7 @@ const STRINGS: FnSpec[] = [
         find: '\n    .replace(/^-+|-+$/g, "")',
         replace: "",
         buggy: (text: string) => slugify(text, "trim"),
-        trigger: (rng) => [rng.pick([" ", "!", "-", "  ", "# "]) + phrase(rng) + rng.pick(["", "?", " ", "!!"])],
+        trigger: (rng) => [rng.pick([" ", "!", "-", "  ", "# "]) + wordsPhrase(rng) + rng.pick(["", "?", " ", "!!"])],
         description: "leading and trailing dashes are not trimmed",
       },
       {
@@ -566,7 +587,7 @@ const STRINGS: FnSpec[] = [
         find: '.replace(/[^a-z0-9]+/g, "-")',
         replace: '.replace(/[^a-z0-9]/g, "-")',
         buggy: (text: string) => slugify(text, "plus"),
-        trigger: (rng) => [Array.from({ length: rng.int(2, 3) }, () => rng.pick(WORDS)).join(rng.pick([" - ", ", ", "  ", "!?"]))],
+        trigger: (rng) => [Array.from({ length: rng.int(2, 3) }, () => mixCase(rng, pseudoWord(rng))).join(rng.pick([" - ", ", ", "  ", "!?"]))],
         description: "each separator character becomes its own dash, so runs of separators give several dashes",
       },
     ],
@@ -587,7 +608,7 @@ const STRINGS: FnSpec[] = [
         find: 'return words[0] === "" ? 0 : words.length;',
         replace: "return words.length;",
         buggy: (text: string) => countWords(text, "empty"),
-        trigger: (rng) => [rng.pick(["", " ", "  ", "\t", "\n", " \t ", "   ", "\n\n", " \n"]) + rng.pick(["", " "])],
+        trigger: (rng) => [Array.from({ length: rng.int(0, 24) }, () => rng.pick(WHITESPACE)).join("")],
         description: "an empty or all-whitespace text counts as one word",
       },
       {
@@ -595,7 +616,7 @@ const STRINGS: FnSpec[] = [
         find: "const words = text.trim().split(/\\s+/);",
         replace: "const words = text.split(/\\s+/);",
         buggy: (text: string) => countWords(text, "trim"),
-        trigger: (rng) => [rng.pick([" ", "  ", "\t", "\n "]) + Array.from({ length: rng.int(1, 4) }, () => rng.pick(WORDS)).join(" ") + rng.pick(["", " ", "\n"])],
+        trigger: (rng) => [rng.pick([" ", "  ", "\t", "\n "]) + Array.from({ length: rng.int(1, 4) }, () => pseudoWord(rng)).join(" ") + rng.pick(["", " ", "\n"])],
         description: "the text is not trimmed, so leading or trailing whitespace changes the count",
       },
     ],
@@ -643,7 +664,11 @@ function gcd(a: number, b: number): number {
   return a;
 }
 
-const PRIMES = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31];
+/** The smallest prime >= n. */
+function primeAtLeast(n: number): number {
+  while (!isPrime(n)) n++;
+  return n;
+}
 
 const NUMBERS: FnSpec[] = [
   {
@@ -728,7 +753,7 @@ const NUMBERS: FnSpec[] = [
         find: "for (let d = 2; d * d <= n; d++) {",
         replace: "for (let d = 2; d * d < n; d++) {",
         buggy: (n: number) => isPrime(n, "square"),
-        trigger: (rng) => [rng.pick(PRIMES) ** 2],
+        trigger: (rng) => [primeAtLeast(rng.int(2, 100_000)) ** 2],
         description: "`<` instead of `<=`: squares of primes (4, 9, 25, ...) are reported prime",
       },
       {
@@ -736,7 +761,7 @@ const NUMBERS: FnSpec[] = [
         find: "if (!Number.isInteger(n) || n < 2) return false;",
         replace: "if (n < 2) return false;",
         buggy: (n: number) => isPrime(n, "integer"),
-        trigger: (rng) => [rng.int(2, 60) + rng.pick([0.5, 0.25, 0.1, 0.75])],
+        trigger: (rng) => [rng.int(2, 99_999) + rng.int(1, 999) / 1000],
         description: "non-integers are not rejected, and some are reported prime",
       },
     ],
@@ -852,7 +877,7 @@ const DATES: FnSpec[] = [
         find: "return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;",
         replace: "return year % 4 === 0 && year % 100 !== 0;",
         buggy: (year: number) => isLeapYear(year, "400"),
-        trigger: (rng) => [400 * rng.int(3, 8)],
+        trigger: (rng) => [400 * rng.int(1, 25_000)],
         description: "the 400-year rule is missing: 1600, 2000 and 2400 are reported as common years",
       },
       {
@@ -860,7 +885,8 @@ const DATES: FnSpec[] = [
         find: "return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;",
         replace: "return year % 4 === 0;",
         buggy: (year: number) => isLeapYear(year, "100"),
-        trigger: (rng) => [100 * rng.pick([13, 14, 15, 17, 18, 19, 21, 22, 23, 25])],
+        // Centuries not divisible by 400: 100 * k with k not a multiple of 4.
+        trigger: (rng) => [100 * (4 * rng.int(0, 24_999) + rng.int(1, 3))],
         description: "the 100-year rule is missing: 1900 and 2100 are reported as leap years",
       },
     ],
@@ -880,7 +906,7 @@ const DATES: FnSpec[] = [
         find: "Date.UTC(year, month, 0)",
         replace: "Date.UTC(year, month - 1, 0)",
         buggy: (year: number, month: number) => new Date(Date.UTC(year, month - 1, 0)).getUTCDate(),
-        trigger: (rng) => [rng.int(1990, 2030), rng.pick([2, 3, 4, 5, 6, 7, 9, 10, 11, 12])],
+        trigger: (rng) => [rng.int(1000, 9999), rng.pick([2, 3, 4, 5, 6, 7, 9, 10, 11, 12])],
         description: "asks for day 0 of the month itself, i.e. the length of the previous month",
       },
     ],
@@ -902,6 +928,7 @@ const DATES: FnSpec[] = [
         find: 'const names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];',
         replace: 'const names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];',
         buggy: (iso: string) => ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][utc(iso).getUTCDay()],
+        trigger: (rng) => [wideIsoDate(rng)],
         description: "the name table starts on Monday, but getUTCDay() counts from Sunday: every day is shifted by one",
       },
     ],
@@ -947,7 +974,7 @@ const DATES: FnSpec[] = [
         find: "return Math.floor(month / 3) + 1;",
         replace: "return Math.ceil(month / 3);",
         buggy: (iso: string) => Math.ceil(utc(iso).getUTCMonth() / 3),
-        trigger: (rng) => [new Date(Date.UTC(rng.int(1990, 2035), rng.pick([0, 3, 6, 9]), rng.int(1, 28))).toISOString().slice(0, 10)],
+        trigger: (rng) => [new Date(Date.UTC(rng.int(1000, 9999), rng.pick([0, 3, 6, 9]), rng.int(1, 28))).toISOString().slice(0, 10)],
         description: "uses ceil on the 0-based month: the first month of every quarter lands in the previous one",
       },
     ],
@@ -969,7 +996,7 @@ const DATES: FnSpec[] = [
         replace: "return day > 5;",
         buggy: (iso: string) => utc(iso).getUTCDay() > 5,
         trigger: (rng) => {
-          const d = utc(isoDate(rng));
+          const d = utc(wideIsoDate(rng));
           d.setUTCDate(d.getUTCDate() - d.getUTCDay());
           return [d.toISOString().slice(0, 10)];
         },

@@ -5,8 +5,10 @@
  * variant explicitly (tests, curricula).
  *
  * Every buggy function has visible tests that expose its bug and hidden tests that expose it with other
- * inputs (so hard-coding the visible answers does not fix it); every function also has tests that pass
- * before and after (they catch a "fix" that breaks something else).
+ * inputs (so hard-coding the visible answers does not fix it: the hidden ones share not even a first
+ * argument with a visible test), drawn from wide distributions (so answers memorised from other tasks'
+ * tests do not carry over); every function also has tests that pass before and after (they catch a "fix"
+ * that breaks something else).
  */
 import { ValidationError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
@@ -123,14 +125,26 @@ interface Call {
   trigger: boolean;
 }
 
-/** Draw `count` calls whose argument lists are new, and (if `want` is given) whose trigger flag equals it. */
-function drawCalls(rng: Rng, spec: FnSpec, gen: (rng: Rng) => unknown[], count: number, seen: Set<string>, buggy: FnSpec["bugs"][number] | null, want: boolean | null): Call[] {
+/**
+ * Keys of a call's first argument: its exact source and its JSON form (which conflates undefined with
+ * null, -0 with 0, NaN with null: the keys a careless special case compares).
+ */
+function firstArgKeys(args: readonly unknown[]): string[] {
+  return [toJs(args[0]), JSON.stringify(args[0]) ?? "undefined"];
+}
+
+/**
+ * Draw `count` calls whose argument lists are new, whose first argument is not in `avoid` (when given),
+ * and (if `want` is given) whose trigger flag equals it.
+ */
+function drawCalls(rng: Rng, spec: FnSpec, gen: (rng: Rng) => unknown[], count: number, seen: Set<string>, buggy: FnSpec["bugs"][number] | null, want: boolean | null, avoid: ReadonlySet<string> | null = null): Call[] {
   const out: Call[] = [];
   for (let attempt = 0; out.length < count; attempt++) {
     if (attempt > 2000) throw new Error(`${spec.name}: cannot find ${count} distinct test inputs${want ? " that expose the bug" : ""}`);
     const args = gen(rng);
     const key = toJs(args);
     if (seen.has(key)) continue;
+    if (avoid && firstArgKeys(args).some((k) => avoid.has(k))) continue;
     const ref = outcome(spec.ref, args);
     if (!("value" in ref)) continue;
     let trigger = false;
@@ -221,9 +235,12 @@ function buildTask(id: TaskId, rng: Rng, options: ScenarioOptions): Task {
       if (bug) {
         const trig = bug.trigger ?? fn.gen;
         add(drawCalls(rng, fn, trig, TESTS.trigger[0], seen, bug, true), false);
-        add(drawCalls(rng, fn, trig, TESTS.trigger[1], seen, bug, true), true);
         add(drawCalls(rng, fn, fn.gen, TESTS.buggyPlain[0], seen, bug, null), false);
-        add(drawCalls(rng, fn, fn.gen, TESTS.buggyPlain[1], seen, bug, null), true);
+        // Hidden tests share not even a first argument with a visible test, so special-casing the visible
+        // inputs (exactly, or by their first argument) cannot pass them.
+        const avoid = new Set(calls.flatMap((c) => firstArgKeys(c.args)));
+        add(drawCalls(rng, fn, trig, TESTS.trigger[1], seen, bug, true, avoid), true);
+        add(drawCalls(rng, fn, fn.gen, TESTS.buggyPlain[1], seen, bug, null, avoid), true);
       } else {
         add(drawCalls(rng, fn, fn.gen, TESTS.plain[0], seen, null, null), false);
         add(drawCalls(rng, fn, fn.gen, TESTS.plain[1], seen, null, null), true);

@@ -8,12 +8,15 @@
  *   and hidden (hard-coding the visible answers does not fix it); the score is the fraction of bugs fixed,
  *   or 0 when a test of a function that had no bug fails (a regression, e.g. "fixing" the decoy).
  *   Its parts keep the raw fractions: visible_tests, hidden_tests (tests passed), bugs_fixed, no_regressions.
+ *   Every final state is scored, never an exception: files the sandbox cannot load (odd names, over its
+ *   limits) are left out of the run and listed in details.skipped_files, as run_tests leaves them out.
  */
 import type { JsonValue } from "../../core/json.js";
 import { gate } from "../../rewards/compose.js";
 import { stateDiff, type StateDiffOutcome } from "../../rewards/state-diff.js";
 import { defineVerifier, type Verifier, type VerifierResult } from "../../rewards/verifier.js";
-import { runCode, type CodeRunResult } from "../../sandboxes/code-runner.js";
+import { isRunnablePath, MAX_FILES, MAX_SOURCE_CHARS, runCode, type CodeRunResult } from "../../sandboxes/code-runner.js";
+import { ValidationError } from "../../core/errors.js";
 import type { Task, TestCase } from "./tasks.js";
 import { projectFiles, snapshotFiles, type World } from "./world.js";
 
@@ -51,15 +54,45 @@ const protectedFiles = stateDiff<VerifyInput, Record<string, string | null>>({
   allOrNothing: true,
 });
 
-/** The files the verifier runs: the project's current files, with the original visible tests and the hidden tests. */
-export function verificationFiles(task: Task, current: Readonly<Record<string, string>>): { files: Record<string, string>; entries: string[] } {
+/** A file of the project the verifier does not run, and why. */
+export interface SkippedFile {
+  path: string;
+  reason: "unloadable_name" | "over_limit";
+}
+
+/**
+ * The files the verifier runs: the project's current source files, with the original visible tests and the
+ * hidden tests. Any final state the agent can leave must give a request the code runner accepts (a refused
+ * request would make the verifier throw and turn a failed episode into an infrastructure error), so files
+ * the runner cannot take are left out and reported, exactly as run_tests leaves them out: names the sandbox
+ * cannot load (spaces, non-ASCII, parentheses, quotes, over-long), and whatever would push the request over
+ * the runner's file count or size limits. A module that needs a left-out file fails to load, so its tests
+ * fail: the outcome is a score, never an exception.
+ */
+export function verificationFiles(task: Task, current: Readonly<Record<string, string>>): { files: Record<string, string>; entries: string[]; skipped: SkippedFile[] } {
   const files: Record<string, string> = {};
-  for (const [path, content] of Object.entries(current)) {
-    if (/\.(js|json)$/.test(path) && !path.startsWith("test/") && !path.startsWith(".hidden/")) files[path] = content;
+  const skipped: SkippedFile[] = [];
+  // The task's own test files always go in, so room is reserved for them first.
+  const fixed: Record<string, string> = {};
+  for (const path of task.protectedFiles) fixed[path] = task.files[path]!;
+  Object.assign(fixed, task.hiddenFiles);
+  let count = Object.keys(fixed).length;
+  let chars = Object.values(fixed).reduce((n, c) => n + c.length, 0);
+  // The project's own files first, so that stray files cannot crowd out a module the tests need.
+  const own = (path: string) => (Object.prototype.hasOwnProperty.call(task.files, path) ? 0 : 1);
+  for (const path of Object.keys(current).sort((a, b) => own(a) - own(b) || (a < b ? -1 : a > b ? 1 : 0))) {
+    if (!/\.(js|json)$/.test(path) || path.startsWith("test/") || path.startsWith(".hidden/")) continue;
+    const content = current[path]!;
+    if (!isRunnablePath(path)) skipped.push({ path, reason: "unloadable_name" });
+    else if (count + 1 > MAX_FILES || chars + content.length > MAX_SOURCE_CHARS) skipped.push({ path, reason: "over_limit" });
+    else {
+      files[path] = content;
+      count++;
+      chars += content.length;
+    }
   }
-  for (const path of task.protectedFiles) files[path] = task.files[path]!;
-  Object.assign(files, task.hiddenFiles);
-  return { files, entries: [...task.protectedFiles, ...Object.keys(task.hiddenFiles).sort()] };
+  Object.assign(files, fixed);
+  return { files, entries: [...task.protectedFiles, ...Object.keys(task.hiddenFiles).sort()], skipped };
 }
 
 /** Whether each test case passed in a run (a name reported twice must pass every time). */
@@ -86,8 +119,17 @@ const fraction = (n: number, d: number) => (d === 0 ? 1 : n / d);
 
 const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promise<VerifierResult> => {
   const { task } = input;
-  const { files, entries } = verificationFiles(task, projectFiles(input.world.fs));
-  const run = await runCode({ files, entries, nowMs: input.nowMs, seed: task.seed });
+  const { files, entries, skipped } = verificationFiles(task, projectFiles(input.world.fs));
+  let run: CodeRunResult;
+  try {
+    run = await runCode({ files, entries, nowMs: input.nowMs, seed: task.seed });
+  } catch (error) {
+    // verificationFiles builds only requests the runner accepts; should the runner still refuse one, that
+    // is about the agent's files, so the episode is scored (no test ran: 0) with the reason, not dropped.
+    // Anything else (the sandbox itself failing) stays an infrastructure error.
+    if (!(error instanceof ValidationError)) throw error;
+    run = { status: "error", tests: [], loadErrors: [], output: "", outputTruncated: false, message: `the project's files could not be run: ${error.message}`, ticks: 0 };
+  }
   const verdicts = testVerdicts(task, run);
   const visible = verdicts.filter((v) => !v.test.hidden);
   const hidden = verdicts.filter((v) => v.test.hidden);
@@ -108,6 +150,9 @@ const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promi
       rule: "bugs_fixed if no_regressions else 0",
       run_status: run.status,
       run_message: run.message,
+      // Files left out of the run (see verificationFiles); a module that requires one fails to load.
+      skipped_files: skipped.slice(0, 20) as unknown as JsonValue,
+      skipped_count: skipped.length,
       failing: failing as unknown as JsonValue,
     },
     parts: {
