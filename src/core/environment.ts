@@ -397,7 +397,9 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       source = "error";
     } else if (parsed.data.type === "tool_call") {
       const call = parsed.data;
-      const result = await this.callTool(ep, call.tool, call.args, components);
+      const result = await this.callTool(ep, call.tool, call.args, components, (crash) => {
+        info.tool_crash = { tool: call.tool, args: toJsonValue(call.args), stack: crash.stack };
+      });
       if (call.call_id !== undefined) info.call_id = call.call_id;
       info.tool_result = result;
       if (result.status === "invalid") components.invalid_call = weights.invalidCall;
@@ -430,6 +432,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         const verdict = await this.score(ep);
         components.task = verdict.score;
         info.verdict = verdict;
+        if (verdict.details.verifier_error !== undefined) info.verifier_error = verdict.details.verifier_error;
       }
     }
     const reward = sumComponents(components);
@@ -571,6 +574,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     name: string,
     args: Record<string, unknown>,
     components: RewardComponents,
+    onCrash: (crash: { stack: string }) => void,
   ): Promise<ToolResult> {
     const ctx: ToolContext<World, Task> = {
       world: ep.world,
@@ -590,6 +594,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       overrides: ep.overrides,
       sandboxes: this.sandboxes(ep.world),
       realLatencyScale: this.options.realLatencyScale,
+      onCrash,
     });
     ep.calls.push({ step: ep.step, tool: name, args: toJsonValue(args), status: result.status, at: ep.clock.now() });
     return result;
@@ -655,12 +660,28 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     }
   }
 
+  /**
+   * The outcome. A verifier that throws or returns a score outside [0, 1] scores the episode 0, with
+   * `verifier_error` in the verdict's details: the state it choked on was made by the agent (an odd file
+   * name, a huge output), and a failure the agent can cause must be scored, never dropped as an
+   * infrastructure error — else a failing policy could turn its 0 into no sample at all. `llmix check`
+   * fails an environment whose verifier does this in any of its episodes. Faults of the host (a
+   * deadline, a memory cap) are not the agent's and propagate.
+   */
   private async score(ep: RunningEpisode<Task, World>): Promise<VerifierResult> {
-    const verdict = await this.evaluate(ep);
-    if (!Number.isFinite(verdict.score) || verdict.score < 0 || verdict.score > 1) {
-      throw new LlmixError("verifier_failed", `${this.info.id} verifier returned score ${verdict.score}; scores lie in [0, 1]`);
+    try {
+      const verdict = await this.evaluate(ep);
+      if (!Number.isFinite(verdict.score) || verdict.score < 0 || verdict.score > 1) {
+        throw new LlmixError("verifier_failed", `${this.info.id} verifier returned score ${verdict.score}; scores lie in [0, 1]`);
+      }
+      return verdict;
+    } catch (error) {
+      if (error instanceof LlmixError && HOST_FAULTS.has(error.code)) throw error;
+      const code = error instanceof LlmixError ? error.code : "verifier_failed";
+      const message = error instanceof Error ? error.message : String(error);
+      const stack = error instanceof Error ? (error.stack ?? message) : message;
+      return { score: 0, passed: false, details: { verifier_error: { code, message, stack } } };
     }
-    return verdict;
   }
 
   private end(ep: RunningEpisode<Task, World>, reason: string): void {
@@ -689,6 +710,9 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     this.current = null;
   }
 }
+
+/** Errors of the machinery around an episode, never of the agent: they propagate out of scoring. */
+const HOST_FAULTS: ReadonlySet<string> = new Set(["step_timeout", "resource_exhausted", "host_failed", "episode_timeout", "environment_closed"]);
 
 /** Why a value is not plain JSON (a BigInt, a function, a cycle, a non-finite number), or null if it is. */
 

@@ -49,7 +49,7 @@ import { DEFAULT_EPOCH_MS } from "../core/clock.js";
 import { LlmixError, SandboxError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import { Rng, type RngState } from "../core/rng.js";
-import type { AccessMode, Sandbox } from "./sandbox.js";
+import type { AccessMode, Sandbox, SandboxCheckpoint } from "./sandbox.js";
 
 type Handle = Database.Database;
 type Statement = Database.Statement<unknown[], unknown>;
@@ -210,6 +210,8 @@ export class SqlDatabase implements Sandbox {
   private db: Handle;
   private mode: AccessMode = "write";
   private closed = false;
+  /** Savepoints taken so far (each mark gets a fresh name). */
+  private marks = 0;
   private clock: DbClock;
   private rng: Rng;
   private readonly maxBytes: number;
@@ -431,6 +433,27 @@ export class SqlDatabase implements Sandbox {
   }
 
   // ----- snapshots -----------------------------------------------------------------------------------
+
+  /**
+   * A mark to roll back to: a SAVEPOINT (nested ones work: each mark has its own name). Released or
+   * rolled back on the handle it was taken on; a restore in between replaced that handle, and the mark
+   * with it.
+   */
+  checkpoint(): SandboxCheckpoint {
+    const db = this.handle();
+    const name = `llmix_mark_${++this.marks}`;
+    // Outermost, a rollback is a whole ROLLBACK: ROLLBACK TO then RELEASE would commit the rolled-back
+    // transaction, and that commit bumps the header's change counter, so the bytes would differ.
+    const outermost = !db.inTransaction;
+    db.exec(`SAVEPOINT ${name}`);
+    let done = false;
+    const finish = (sql: string) => {
+      if (done) return;
+      done = true;
+      if (!this.closed && this.db === db) db.exec(sql);
+    };
+    return { rollback: () => finish(outermost ? "ROLLBACK" : `ROLLBACK TO ${name}; RELEASE ${name}`), release: () => finish(`RELEASE ${name}`) };
+  }
 
   /** The serialized main database (empty for a database that was never written). */
   serialize(): Buffer {

@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { SandboxError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
-import type { AccessMode, Sandbox } from "./sandbox.js";
+import type { AccessMode, Sandbox, SandboxCheckpoint } from "./sandbox.js";
 
 /** Kind of a file system node. */
 export type NodeType = "file" | "dir";
@@ -111,6 +111,13 @@ function fsError(code: keyof typeof ERROR_TEXT, path: string): SandboxError {
 
 function newDir(): DirNode {
   return { type: "dir", children: new Map() };
+}
+
+/** A copy of a directory tree: new nodes (files are mutated in place), the same content strings. */
+function cloneDir(dir: DirNode): DirNode {
+  const copy = newDir();
+  for (const [name, node] of dir.children) copy.children.set(name, node.type === "dir" ? cloneDir(node) : { ...node });
+  return copy;
 }
 
 /** C-locale ordering (UTF-16 code units), independent of the host locale. */
@@ -509,6 +516,20 @@ export class MemoryFileSystem implements Sandbox {
   }
 
   // ---------------------------------------------------------------- snapshots
+
+  /** A mark of the whole tree (structure copied, contents shared: strings are immutable) to roll back to. */
+  checkpoint(): SandboxCheckpoint {
+    const saved = { root: cloneDir(this.core.root), totalBytes: this.core.totalBytes, nodeCount: this.core.nodeCount, protections: new Map(this.core.protections) };
+    return {
+      rollback: () => {
+        this.core.root = saved.root;
+        this.core.totalBytes = saved.totalBytes;
+        this.core.nodeCount = saved.nodeCount;
+        this.core.protections = saved.protections;
+      },
+      release: () => undefined,
+    };
+  }
 
   /** Full state (entries and protections), sorted so that equal states give equal canonical JSON. */
   snapshot(): JsonValue {

@@ -17,4 +17,23 @@ export interface Sandbox {
   setAccess(mode: AccessMode): void;
   /** Release resources (database handles). Idempotent. */
   close?(): void;
+  /**
+   * Mark the current state, cheaply; the mark's `rollback` puts the state back, `release` forgets it.
+   * The tool runner marks around every write call and rolls back a call that fails, so a failed call is
+   * all-or-nothing. Without this method the runner falls back to `snapshot()` / `restore()`.
+   */
+  checkpoint?(): SandboxCheckpoint;
+}
+
+/** A mark taken by `Sandbox.checkpoint()`: exactly one of its methods is called, once. */
+export interface SandboxCheckpoint {
+  rollback(): void;
+  release(): void;
+}
+
+/** A checkpoint of any sandbox: its own if it has one, else a snapshot to restore. */
+export function checkpointOf(sandbox: Sandbox): SandboxCheckpoint {
+  if (sandbox.checkpoint) return sandbox.checkpoint();
+  const saved = sandbox.snapshot();
+  return { rollback: () => sandbox.restore(saved), release: () => undefined };
 }

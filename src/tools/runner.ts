@@ -2,7 +2,10 @@
  * The tool-call middleware (DESIGN §3). Every call passes the same stages, in this order:
  *   validate -> permission -> injected failure -> latency -> run -> cost
  * and always ends in the envelope `{status, latency_ms, cost, output}`; nothing a policy sends can make
- * it throw.
+ * it throw. A write call that fails (its handler throws, or its cost model is broken) leaves the
+ * sandboxes as they were: they are marked before the handler runs and rolled back unless the call ends
+ * ok, so a policy cannot keep half of a refused change. (World state outside the sandboxes is the
+ * environment's to keep consistent; `llmix check` verifies that failed calls leave the world unchanged.)
  */
 import { z } from "zod";
 import { LlmixError } from "../core/errors.js";
@@ -11,7 +14,7 @@ import type { JsonValue } from "../core/json.js";
 import type { Rng } from "../core/rng.js";
 import type { VirtualClock } from "../core/clock.js";
 import { formatIssues, withoutNullsAt } from "../core/validation.js";
-import type { Sandbox } from "../sandboxes/sandbox.js";
+import { checkpointOf, type Sandbox, type SandboxCheckpoint } from "../sandboxes/sandbox.js";
 import type { AnyTool, ToolContext } from "./define.js";
 import {
   drawFailure,
@@ -35,6 +38,16 @@ export interface ToolRunOptions {
   sandboxes?: readonly Sandbox[];
   /** Real sleep per virtual millisecond (0 = never sleep; 1 = real time, for load tests). */
   realLatencyScale?: number;
+  /** Told of a handler's unexpected exception (tool_crashed), with its stack, for diagnosis. */
+  onCrash?: (crash: { stack: string }) => void;
+}
+
+/** Keep the changes of a call that ended ok; undo those of one that failed (latest mark first). */
+function settle(marks: readonly SandboxCheckpoint[], keep: boolean): void {
+  for (let i = marks.length - 1; i >= 0; i--) {
+    if (keep) marks[i]!.release();
+    else marks[i]!.rollback();
+  }
 }
 
 /** Run one tool call through the middleware. */
@@ -87,6 +100,8 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
   let output: JsonValue;
   let status: ToolResult["status"] = "ok";
   let error: ToolResult["error"];
+  // Read calls cannot change a sandbox (their access is read-only), so only write calls are marked.
+  const marks = tool.effect === "write" ? (options.sandboxes ?? []).map(checkpointOf) : [];
   for (const sandbox of options.sandboxes ?? []) sandbox.setAccess(tool.effect);
   try {
     output = await tool.handler(args.value, options.ctx);
@@ -97,6 +112,7 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
       thrown instanceof LlmixError
         ? { code: thrown.code, message: thrown.message }
         : { code: "tool_crashed", message: `internal error in ${name}: ${thrown instanceof Error ? thrown.message : String(thrown)}` };
+    if (error.code === "tool_crashed") options.onCrash?.({ stack: thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown) });
     output = error.message;
   } finally {
     for (const sandbox of options.sandboxes ?? []) sandbox.setAccess("write");
@@ -113,8 +129,11 @@ export async function runToolCall(name: string, rawArgs: unknown, options: ToolR
     cost = Number.NaN;
   }
   if (!Number.isFinite(cost) || cost < 0) {
+    settle(marks, false);
+    options.onCrash?.({ stack: `cost model of ${name} returned ${cost}` });
     return { ...fail("error", "tool_crashed", `internal error in ${name}: cost model returned ${cost}`), latency_ms: latency };
   }
+  settle(marks, status === "ok");
   const result: ToolResult = { status, latency_ms: latency, cost, output };
   if (error) result.error = error;
   if (partial) result.partial = true;
