@@ -70,6 +70,15 @@ export interface ComponentBounds {
   min: number;
   max: number;
   description: string;
+  /**
+   * The value depends on the task's hidden ground truth (which address is an attacker, which charge is
+   * wrong). Such a component is not paid on the step it is earned: the base accumulates it and pays the
+   * total (clamped to [min, max]) on the step that ends the episode, so a policy cannot act, read the
+   * reward, and undo — the reward would be an oracle for the hidden labels.
+   */
+  hiddenLabel?: boolean;
+  /** With `hiddenLabel`: pay on the step anyway (an explicit opt-in; `llmix check` reports it). */
+  payOnStep?: boolean;
 }
 
 /** Static facts about an environment: its id, semantic version and reward design. */
@@ -131,6 +140,8 @@ export interface EnvironmentSnapshot {
   calls: CallRecord[];
   messages: string[];
   world: JsonValue;
+  /** Hidden-label components earned so far and not yet paid (see `ComponentBounds.hiddenLabel`). */
+  deferred?: Record<string, number>;
 }
 
 /** What environment hooks see of the running episode. */
@@ -186,6 +197,7 @@ const SnapshotSchema = z.object({
   ),
   messages: z.array(z.string()),
   world: z.any(),
+  deferred: z.record(z.string(), z.number().finite()).optional(),
 });
 
 interface RunningEpisode<Task, World> extends Episode<Task, World> {
@@ -198,6 +210,8 @@ interface RunningEpisode<Task, World> extends Episode<Task, World> {
   status: EnvironmentSnapshot["status"];
   calls: CallRecord[];
   messages: string[];
+  /** Hidden-label components earned and not yet paid. */
+  deferred: Record<string, number>;
 }
 
 /** Check a seed argument: integers in the unsigned 32-bit range keep every client (Python, JSON) exact. */
@@ -359,6 +373,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       step: 0,
       calls: [] as CallRecord[],
       messages: [] as string[],
+      deferred: {} as Record<string, number>,
       endReason: null,
     };
     const world = await this.createWorld(partial);
@@ -435,6 +450,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         if (verdict.details.verifier_error !== undefined) info.verifier_error = verdict.details.verifier_error;
       }
     }
+    this.deferHiddenLabels(ep, components);
     const reward = sumComponents(components);
     const status = ep.status as EnvironmentSnapshot["status"];
     return {
@@ -463,6 +479,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       rng: { world: ep.rng.state(), tools: ep.toolRng.state() },
       calls: cloneJson(ep.calls),
       messages: [...ep.messages],
+      ...(Object.keys(ep.deferred).length > 0 ? { deferred: { ...ep.deferred } } : {}),
       // A copy: a snapshot must not change when the episode goes on, whatever snapshotWorld returns.
       world: cloneJson(this.snapshotWorld(ep.world)),
     };
@@ -501,6 +518,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         endReason: snap.end_reason,
         calls: cloneJson(snap.calls),
         messages: [...snap.messages],
+        deferred: { ...(snap.deferred ?? {}) },
       };
     });
     const world = asSnapshotError(() => this.restoreWorld(cloneJson(snap.world), episode.task));
@@ -649,6 +667,20 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       }
     }
     return { tools, grants: this.grants(episode), overrides };
+  }
+
+  /** Hold back this step's hidden-label components; on the episode's last step, pay what was held. */
+  private deferHiddenLabels(ep: RunningEpisode<Task, World>, components: RewardComponents): void {
+    for (const [name, bounds] of Object.entries(this.info.components ?? {})) {
+      if (!bounds.hiddenLabel || bounds.payOnStep) continue;
+      const earned = components[name] ?? 0;
+      if (earned !== 0) ep.deferred[name] = (ep.deferred[name] ?? 0) + earned;
+      components[name] = 0;
+      if (ep.status !== "running" && ep.deferred[name] !== undefined) {
+        components[name] = Math.min(bounds.max, Math.max(bounds.min, ep.deferred[name]));
+        delete ep.deferred[name];
+      }
+    }
   }
 
   private addComponents(target: RewardComponents, extra: RewardComponents | undefined): void {
