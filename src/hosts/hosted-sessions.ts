@@ -25,7 +25,7 @@ import { toStepRecord } from "../core/trajectory.js";
 import { emptyTally, episodeRecordOf, tallyStep, type EpisodeTally } from "../rollout/episode.js";
 import type { EpisodeRecord } from "../store/types.js";
 import type { AnyTool } from "../tools/define.js";
-import { DEFAULT_RESIDENT_SESSIONS, type OpenedSession, type SessionRebuild, type SessionStart, type StepReply } from "./protocol.js";
+import { DEFAULT_RESIDENT_SESSIONS, PARK_IDLE_MS, type OpenedSession, type SessionRebuild, type SessionStart, type StepReply } from "./protocol.js";
 import type { SnapshotSigner } from "./signing.js";
 
 interface HostedSession {
@@ -35,6 +35,8 @@ interface HostedSession {
   parked: string | null;
   envId: string;
   envVersion: string;
+  /** When the session was last used (wall clock, ms): only sessions idle PARK_IDLE_MS are parked. */
+  lastUsed: number;
   taskId: string;
   seed: number;
   record: boolean;
@@ -76,6 +78,8 @@ export class HostedSessions {
     private readonly registry: EnvironmentRegistry,
     private readonly signer: SnapshotSigner,
     private readonly residentSessions = DEFAULT_RESIDENT_SESSIONS,
+    /** The wall clock of idle times (tests pass their own). */
+    private readonly now: () => number = Date.now,
   ) {
     if (!Number.isSafeInteger(residentSessions) || residentSessions < 1) throw new LlmixError("internal", `resident sessions must be an integer >= 1, got ${residentSessions}`);
   }
@@ -117,7 +121,7 @@ export class HostedSessions {
       }
       const body = JSON.stringify({ session_id: start.sid, env: entry.id, env_version: env.info.version, task_id: taskId, seed, observation, tools: env.tools() });
       const session: HostedSession = {
-        sid: start.sid, env, parked: null, envId: entry.id, envVersion: env.info.version, taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
+        sid: start.sid, env, parked: null, envId: entry.id, envVersion: env.info.version, lastUsed: this.now(), taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
         stepCount: step, ended, tally: emptyTally(), digest: digestOf(body),
       };
       this.sessions.set(start.sid, session);
@@ -247,10 +251,12 @@ export class HostedSessions {
 
   /** The session's environment, restored from its parked snapshot if need be; now the most recently used. */
   private async live(s: HostedSession): Promise<AnyEnvironment> {
+    s.lastUsed = this.now();
     if (s.env !== null) {
       // Most recently used goes last (a Map keeps insertion order).
       this.resident.delete(s.sid);
       this.resident.set(s.sid, s);
+      if (this.resident.size > this.residentSessions) await this.parkIdle();
       return s.env;
     }
     const env = this.registry.get(s.envId).create();
@@ -269,8 +275,19 @@ export class HostedSessions {
   private async makeResident(s: HostedSession, env: AnyEnvironment): Promise<void> {
     s.env = env;
     this.resident.set(s.sid, s);
+    await this.parkIdle();
+  }
+
+  /**
+   * Park the least recently used sessions while more than the cap are resident — but only those idle
+   * PARK_IDLE_MS: a client stepping more sessions in turn than the cap would otherwise pay a restore
+   * on every step (least recently used is exactly the next one asked for). Over the cap with nothing
+   * idle, memory waits until they are.
+   */
+  private async parkIdle(): Promise<void> {
+    const idleBefore = this.now() - PARK_IDLE_MS;
     for (const [sid, oldest] of this.resident) {
-      if (this.resident.size <= this.residentSessions) break;
+      if (this.resident.size <= this.residentSessions || oldest.lastUsed > idleBefore) break;
       const parkedEnv = oldest.env as AnyEnvironment;
       let snapshot: string;
       try {

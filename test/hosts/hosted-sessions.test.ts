@@ -36,7 +36,9 @@ describe("HostedSessions parking", () => {
   it("answers byte-identically whether its sessions stayed resident or were parked and restored", async () => {
     const key = randomSnapshotKey();
     const resident = new HostedSessions(builtinRegistry(), new SnapshotSigner(key));
-    const parking = new HostedSessions(builtinRegistry(), new SnapshotSigner(key), 2);
+    // Each use is a minute after the last: every session beyond the cap is idle enough to park.
+    let clock = 0;
+    const parking = new HostedSessions(builtinRegistry(), new SnapshotSigner(key), 2, () => (clock += 60_000));
     const expected = await drive(resident, 6);
     const actual = await drive(parking, 6);
     expect(resident.parkedCount).toBe(0);
@@ -49,5 +51,12 @@ describe("HostedSessions parking", () => {
     expect(parking.size).toBe(5);
     await resident.closeAll();
     await parking.closeAll();
+  });
+
+  it("parks nothing that was used within the idle time, so stepping more sessions than the cap does not thrash", async () => {
+    const hosted = new HostedSessions(builtinRegistry(), new SnapshotSigner(randomSnapshotKey()), 2, () => 1_000);
+    await drive(hosted, 5);
+    expect(hosted.parkedCount).toBe(0);
+    await hosted.closeAll();
   });
 });
