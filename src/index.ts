@@ -9,6 +9,7 @@ export * from "./core/policy.js";
 export * from "./core/run-policy.js";
 export * from "./core/trajectory.js";
 export * from "./core/environment.js";
+export * from "./core/hacking.js";
 export * from "./core/registry.js";
 export * from "./tools/define.js";
 export * from "./tools/profile.js";

@@ -4,16 +4,18 @@
  * a fault from another. A check that throws fails with the error as its summary.
  */
 import Ajv from "ajv/dist/2020.js";
-import type { Action, Observation, StepResult } from "../core/contract.js";
+import type { Action, StepResult } from "../core/contract.js";
 import { canonicalJson, fingerprint } from "../core/json.js";
 import type { Policy } from "../core/policy.js";
 import type { AnyEnvironment, EnvironmentEntry } from "../core/registry.js";
-import { runPolicy, type Transition } from "../core/run-policy.js";
+import type { Transition } from "../core/run-policy.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { generateTask, taskFingerprint } from "../tasks/generator.js";
-import { sampleTaskIds, splitOf } from "../tasks/splits.js";
+import { splitOf } from "../tasks/splits.js";
 import { strictModeProblems } from "../tools/schema.js";
 import { randomPolicy } from "../rollout/policies/random.js";
+import { CheckContext, type Episode, type Evidence } from "./context.js";
+import { AUDIT_CHECKS, HACKING_CHECKS } from "./hacking/checks.js";
 
 /** The outcome of one check. */
 export interface CheckResult {
@@ -22,6 +24,10 @@ export interface CheckResult {
   /** One line with the figures that decided it. */
   summary: string;
   figures: Record<string, unknown>;
+  /** Set when the check passed but a figure is below a declared minimum. */
+  warning?: string;
+  /** For a failure: the trajectories that show it, first the clearest. */
+  evidence?: Evidence[];
 }
 
 /** All checks of one environment. */
@@ -51,81 +57,8 @@ export const MIN_DIVERSITY = 0.9;
 
 const EPS = 1e-9;
 
-interface Episode {
-  initial: Observation;
-  transitions: Transition[];
-  snapshot: string;
-}
-
-type Check = (ctx: CheckContext) => Promise<Omit<CheckResult, "name">>;
-
-/** Shared state of one run: the entry, sampled ids, and every step result seen (for reward bounds). */
-class CheckContext {
-  readonly seen: Array<{ source: string; result: StepResult }> = [];
-  private episodes = 0;
-  constructor(
-    readonly entry: EnvironmentEntry,
-    readonly samples: number,
-    private readonly onEpisode?: (episodes: number) => void,
-  ) {}
-
-  /** `n` train ids per difficulty. */
-  ids(n = this.samples, split: "train" | "eval" = "train", seed = 0): Map<string, string[]> {
-    const out = new Map<string, string[]>();
-    for (const d of this.difficulties) {
-      out.set(d, sampleTaskIds({ family: this.family, difficulties: [d], n, split, seed }));
-    }
-    return out;
-  }
-
-  /** A few ids across all difficulties, for the determinism checks. */
-  spread(n = Math.max(3, Math.min(this.samples, 6))): string[] {
-    return sampleTaskIds({ family: this.family, difficulties: this.difficulties, n, split: "train", seed: 1 });
-  }
-
-  get difficulties(): readonly string[] {
-    return this.probeEnv.tasks.difficulties;
-  }
-
-  get family(): string {
-    return this.probeEnv.tasks.families[0] as string;
-  }
-
-  private probeEnvCache: AnyEnvironment | null = null;
-  get probeEnv(): AnyEnvironment {
-    this.probeEnvCache ??= this.entry.create();
-    return this.probeEnvCache;
-  }
-
-  /** Run a policy built after reset (so it may read the task) on a fresh or given instance. */
-  async play(
-    id: string,
-    seed: number,
-    makePolicy: (env: AnyEnvironment) => Policy,
-    options: { env?: AnyEnvironment; source?: string } = {},
-  ): Promise<Episode> {
-    const env = options.env ?? this.entry.create();
-    try {
-      const initial = await env.reset(id, seed);
-      const run = await runPolicy(env, makePolicy(env), { maxSteps: env.maxSteps, initial });
-      for (const t of run.transitions) this.seen.push({ source: options.source ?? "episode", result: t.result });
-      this.onEpisode?.(++this.episodes);
-      return { initial, transitions: run.transitions, snapshot: fingerprint(await env.snapshot()) };
-    } finally {
-      if (!options.env) await env.close();
-    }
-  }
-
-  /** Apply a fixed list of actions on a fresh instance. */
-  async replay(id: string, seed: number, actions: readonly unknown[], env?: AnyEnvironment): Promise<Episode> {
-    let i = 0;
-    return this.play(id, seed, () => ({ name: "replay", act: () => actions[i++] as Action }), { env, source: "replay" });
-  }
-
-  close(): void {
-    void this.probeEnvCache?.close();
-  }
-}
+/** One check of the checklist. */
+export type Check = (ctx: CheckContext) => Promise<Omit<CheckResult, "name">>;
 
 const transitionsJson = (ts: readonly Transition[]): string[] => ts.map((t) => canonicalJson({ a: t.action, r: t.result }));
 
@@ -440,8 +373,10 @@ function round(x: number): number {
   return Math.round(x * 1e4) / 1e4;
 }
 
-/** Names of the checks, in the order they run (probe checks come after `random-policy`). */
-export const CHECK_NAMES = Object.keys(CHECKS);
+/** Names of the checks, in the order they run (probe checks come after `random-policy`, then the hacking analysis). */
+export const CHECK_NAMES = Object.keys(CHECKS).flatMap((name) =>
+  name === "reward-bounds" ? [...Object.keys(HACKING_CHECKS), name, ...Object.keys(AUDIT_CHECKS)] : [name],
+);
 
 /** Run the whole checklist on one environment. */
 export async function runChecks(entry: EnvironmentEntry, options: CheckOptions = {}): Promise<CheckReport> {
@@ -456,8 +391,11 @@ export async function runChecks(entry: EnvironmentEntry, options: CheckOptions =
       for (const probe of probeNames) {
         plan.push([`probe:${probe}`, (c) => policyFloor(c, `probe:${probe}`, () => (env) => pickProbe(env, probe))]);
       }
+      plan.push(...Object.entries(HACKING_CHECKS));
     }
     plan.push([name, check]);
+    // The audit reads every episode played so far, so it runs once the episode-playing checks are done.
+    if (name === "reward-bounds") plan.push(...Object.entries(AUDIT_CHECKS));
   }
   const checks: CheckResult[] = [];
   for (const [i, [name, check]] of plan.entries()) {
