@@ -19,6 +19,7 @@ import {
   stateDiff,
   runVerifier,
   type Episode,
+  type GoalCondition,
   type JsonValue,
   type Policy,
   type TaskGenerator,
@@ -126,6 +127,19 @@ export class InventoryRestock extends BaseEnvironment<Task, World> {
 
   protected toolset() {
     return [listStock, orderStock];
+  }
+
+  /**
+   * What done means, from the task alone (not from the reference's run): every low item at exactly its
+   * target, every other item untouched. `llmix check` plays the reference against these, so the state
+   * difference below cannot silently inherit a reference that orders the wrong amounts.
+   */
+  protected override goalConditions(): GoalCondition<World>[] {
+    return this.episode.task.items.map((item) =>
+      item.onHand < item.reorderPoint
+        ? { id: `restocked_${item.sku}`, description: `${item.sku} at its target ${item.target}`, holds: (w: World) => w.stock[item.sku] === item.target }
+        : { id: `untouched_${item.sku}`, description: `${item.sku} not ordered`, holds: (w: World) => w.stock[item.sku] === item.onHand },
+    );
   }
 
   /** Orders must equal the reference solver's orders (state difference). */

@@ -36,7 +36,7 @@ describe("llmix CLI", () => {
       "random-policy", "probe:claims-done", "probe:order-everything", "reward-bounds", "truncation", "tool-schemas", "task-diversity", "train-eval-disjoint"]) {
       expect(stdout).toMatch(new RegExp(`PASS\\s+${name.replace(":", "\\:")}\\s`));
     }
-    expect(stdout).toContain("all 24 checks passed");
+    expect(stdout).toContain("all 25 checks passed");
   });
 
   it("check --json reports figures", () => {

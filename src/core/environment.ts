@@ -81,6 +81,27 @@ export interface ComponentBounds {
   payOnStep?: boolean;
 }
 
+/**
+ * A condition the final world must meet for the task to count as done, stated from the task alone —
+ * not from a run of the reference solver. A verifier that compares against the reference's final
+ * world inherits the reference's bugs; `llmix check` runs the reference against these conditions, so a
+ * reference that stops early or does the wrong thing fails the checklist instead of defining "correct".
+ */
+export interface GoalCondition<World> {
+  /** Stable id, e.g. `refund_issued`. */
+  id: string;
+  /** What must hold, in words. */
+  description: string;
+  holds(world: World): boolean;
+}
+
+/** A goal condition evaluated on the current world. */
+export interface GoalStatus {
+  id: string;
+  description: string;
+  met: boolean;
+}
+
 /** Static facts about an environment: its id, semantic version and reward design. */
 export interface EnvironmentInfo {
   id: string;
@@ -298,6 +319,17 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   /** Probe policies that try to score without doing the task (call after reset), by name. */
   probes(): Record<string, Policy> {
     return {};
+  }
+
+  /** The task's goal conditions (see `GoalCondition`); none by default. Read `this.episode` for the task. */
+  protected goalConditions(): readonly GoalCondition<World>[] {
+    return [];
+  }
+
+  /** Each goal condition of the current episode, evaluated on its world as it stands. */
+  goals(): GoalStatus[] {
+    const world = this.require().world;
+    return this.goalConditions().map((g) => ({ id: g.id, description: g.description, met: g.holds(world) }));
   }
 
   protected readonly options: EnvironmentOptions;

@@ -218,6 +218,55 @@ const CHECKS: Record<string, Check> = {
     };
   },
 
+  /**
+   * The reference against the task's goal conditions (stated from the task, not from a reference run):
+   * every one must hold at the end of each reference episode; and an episode the verifier scores 1
+   * (reference or random) with a goal unmet means the verifier is laxer than the task. Environments
+   * that declare no goals pass with a warning.
+   */
+  async "goal-conditions"(ctx) {
+    const evidence: Evidence[] = [];
+    let declared = 0;
+    let episodes = 0;
+    let lenient = 0;
+    for (const [, ids] of ctx.ids()) {
+      for (const [i, id] of ids.entries()) {
+        for (const [source, seed, make] of [["reference", 600 + i, reference], ["random", 900 + i, () => randomPolicy(`${id}#${i}`)]] as const) {
+          const env = ctx.entry.create();
+          try {
+            const ep = await ctx.play(id, seed, make, { env, source: `goal-conditions:${source}` });
+            const goals = env.goals();
+            declared = Math.max(declared, goals.length);
+            episodes++;
+            const unmet = goals.filter((g) => !g.met).map((g) => g.id);
+            const outcome = ep.transitions.at(-1)?.result.rewardComponents.task ?? 0;
+            if (outcome >= 1 - EPS && unmet.length > 0) lenient++;
+            const note =
+              source === "reference" && unmet.length > 0
+                ? `the reference leaves ${unmet.join(", ")} unmet (outcome ${outcome})`
+                : outcome >= 1 - EPS && unmet.length > 0
+                  ? `outcome 1 with ${unmet.join(", ")} unmet: the verifier is laxer than the task`
+                  : null;
+            if (note) evidence.push({ source, task_id: id, seed, note, actions: ep.transitions.map((t) => t.action) });
+          } finally {
+            await env.close();
+          }
+        }
+      }
+    }
+    const figures = { episodes, goals_declared: declared, failures: evidence.length, outcome_1_with_unmet_goal: lenient };
+    if (declared === 0) return { passed: true, summary: `no goal conditions declared (${episodes} episodes)`, figures, warning: "declare goalConditions(): predicates over the final world, stated from the task" };
+    return {
+      passed: evidence.length === 0,
+      summary:
+        evidence.length === 0
+          ? `the reference met all ${declared} goal conditions in every episode; no outcome 1 with a goal unmet (${episodes} episodes)`
+          : `${evidence.length} episodes fail their goal conditions, e.g. ${evidence[0]!.task_id}: ${evidence[0]!.note}`,
+      figures,
+      ...(evidence.length > 0 ? { evidence } : {}),
+    };
+  },
+
   async "random-policy"(ctx) {
     return policyFloor(ctx, "random", (id, i) => () => randomPolicy(`${id}#${i}`));
   },

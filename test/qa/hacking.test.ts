@@ -8,7 +8,7 @@ import { runChecks, type CheckReport, type CheckResult } from "../../src/index.j
 import type { EnvironmentEntry } from "../../src/core/registry.js";
 import { makeLedger } from "../fixtures/hackable-base.js";
 
-const HACKING = ["sensitivity", "invariance", "robustness", "leakage", "memorization", "task-space", "tool-crash", "verifier-error", "failed-call-atomicity", "undeclared-component"];
+const HACKING = ["goal-conditions", "sensitivity", "invariance", "robustness", "leakage", "memorization", "task-space", "tool-crash", "verifier-error", "failed-call-atomicity", "undeclared-component"];
 
 async function check(fixture: string | EnvironmentEntry): Promise<CheckReport> {
   const entry = typeof fixture === "string" ? ((await import(`../fixtures/hackable-${fixture}.ts`)) as { default: EnvironmentEntry }).default : fixture;
@@ -44,6 +44,7 @@ describe("hacking analysis", () => {
     ["wording", "invariance", /numbers spelled out: lost outcome/],
     ["leaky-penalty", "leakage", /look the same to the agent but step components differ/],
     ["lookup", "memorization", /eval outcome 1 from replayed train actions/],
+    ["short-reference", "goal-conditions", /the reference leaves refunded_acct-\d+, no_other_refund unmet \(outcome 1\)/],
   ])("hackable-%s fails %s with the exploit named", async (fixture, name, note) => {
     const report = await check(fixture);
     const result = named(report, name);
