@@ -120,6 +120,49 @@ describe("the verifier", () => {
     expect(end.at(-1)!.rewardComponents.task).toBe(0);
   });
 
+  // The sensitivity mutant of `llmix check` (1.1.0 kept outcome 1): the reference's episode with an extra
+  // write_file that puts another module's content in src/index.js, a file no unit test imports.
+  it("gives 0 when another module is broken: src/index.js overwritten with another file's content", async () => {
+    const { env, task } = await open(ID("medium", 764217683), undefined, 1301);
+    const actions: Action[] = [];
+    const policy = env.referenceSolver();
+    for (let i = 0; i < 40; i++) {
+      // The reference returns plain actions (never a PolicyDecision with policy data).
+      const a = (await policy.act({ step: i + 1 } as never)) as Action;
+      actions.push(a);
+      if (a.type === "message") break;
+    }
+    const write = actions.findIndex((a) => a.type === "tool_call" && a.tool === "write_file");
+    expect(write).toBeGreaterThan(0);
+    const content = (actions[write] as unknown as { args: { content: string } }).args.content;
+    actions.splice(write, 0, tool("write_file", { path: "src/index.js", content }));
+    const r = await steps(env, actions);
+    const v = verdictOf(r.at(-1)!);
+    const unit = v.parts!.unit_tests!;
+    expect(unit.parts!.bugs_fixed!.score).toBe(1);
+    expect(unit.parts!.api_intact!.score).toBe(0);
+    expect((unit.parts!.api_intact!.details.broken as Array<{ module: string }>).map((b) => b.module)).toEqual(["src/index.js"]);
+    expect(r.at(-1)!.rewardComponents.task).toBe(0);
+    expect(task.apiTests.map((a) => a.module)).toContain("src/index.js");
+  });
+
+  it("gives 0 when a module stops exporting one of its functions or src/index.js re-exports a changed one", async () => {
+    const { task } = await open(ID("medium", 11));
+    const fixes = [...fixedModules(task)].map(([path, content]) => tool("write_file", { path, content }));
+    const correct = task.functions.find((f) => !f.buggy)!;
+    const source = fixedModules(task).get(correct.file) ?? task.files[correct.file]!;
+    const dropped = source.replace(new RegExp(`(module\\.exports = \\{[^}]*)\\b${correct.name}, |, ${correct.name}\\b`), "$1");
+    expect(dropped).not.toBe(source);
+    const wrapped = `${task.files["src/index.js"]}module.exports.${correct.name} = () => "changed";\n`;
+    for (const [path, content, module] of [[correct.file, dropped, correct.file], ["src/index.js", wrapped, "src/index.js"]] as const) {
+      const { env } = await open(ID("medium", 11));
+      const r = await steps(env, [...fixes, tool("write_file", { path, content }), say("done")]);
+      const api = verdictOf(r.at(-1)!).parts!.unit_tests!.parts!.api_intact!;
+      expect((api.details.broken as Array<{ module: string }>).map((b) => b.module)).toContain(module);
+      expect(r.at(-1)!.rewardComponents.task).toBe(0);
+    }
+  });
+
   it("gives 0 when the tests were changed, even with every bug fixed", async () => {
     const { env, task } = await open(ID("easy", 6));
     const fixes = [...fixedModules(task)].map(([path, content]) => tool("write_file", { path, content }));

@@ -24,7 +24,7 @@ export interface CodeRepairOptions extends EnvironmentOptions {
 export class CodeRepair extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.1.0",
+    version: "1.2.0",
     description: "Fix the injected bugs of a small JavaScript project so its visible and hidden tests pass, without touching the tests.",
     maxSteps: 40,
   };
@@ -49,7 +49,8 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
       "Some of its tests fail. Find the bug(s) in src/ and fix them so that every test passes.",
       "Rules: the tests in test/ are the specification: do not change or delete them. Fix the code, not the tests,",
       "and do not special-case the tests' inputs: hidden tests with other inputs check every function.",
-      "Do not change functions that are correct.",
+      "Do not change functions that are correct, and do not break other modules: every module in src/ (src/index.js",
+      "included) must still load and export the same functions, behaving as before; hidden checks verify this.",
       "",
       "Tools: list_files, read_file, write_file, apply_patch (unified diff), run_tests, terminal. The code runs in a",
       "sandboxed JavaScript interpreter: CommonJS (require / module.exports), no Node APIs.",

@@ -3,7 +3,8 @@ import { LlmixError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
 import { CodeRunner } from "../../sandboxes/code-runner.js";
 import { LIBRARY, MODULES, outcome, sameValue, toJs } from "./library.js";
-import { codeRepairTasks, DIFFICULTIES, generateCodeRepairTask, SIZE, VARIANTS, type Task } from "./tasks.js";
+import { sampleTaskIds, splitOf } from "../../tasks/splits.js";
+import { bugSplit, codeRepairTasks, DIFFICULTIES, generateCodeRepairTask, SIZE, VARIANTS, type Task } from "./tasks.js";
 import { fixedModules } from "./env.js";
 
 const runner = new CodeRunner();
@@ -99,6 +100,8 @@ describe("generated tasks", () => {
           const task = generateCodeRepairTask(`code-repair/${d}/seed-${i * 7}`, { variant });
           const before = await results(task, task.files);
           for (const t of task.tests) expect(before.get(`${t.file}|${t.name}`), `${d}/${i} ${t.name}`).toBe(!t.trigger);
+          // The API checks pass on the project as generated (they compare src/index.js with the modules).
+          for (const a of task.apiTests) expect(before.get(`${a.file}|${a.name}`), `${d}/${i} ${a.name}`).toBe(true);
           // Every bug is exposed by visible and by hidden tests, with different inputs.
           for (const bug of task.bugs) {
             const trig = task.tests.filter((t) => t.fn === bug.fn && t.trigger);
@@ -109,9 +112,39 @@ describe("generated tasks", () => {
           const fixed = { ...task.files, ...Object.fromEntries(fixedModules(task)) };
           const after = await results(task, fixed);
           expect([...after.values()].every(Boolean), `${d}/${i}`).toBe(true);
-          expect(after.size).toBe(task.tests.length);
+          expect(after.size).toBe(task.tests.length + task.apiTests.length);
         }
       }
     }
+  });
+});
+
+describe("the train/eval split of the bug catalogue", () => {
+  it("deals every function's bugs to both splits and the one-bug functions alternately", () => {
+    const count = { train: 0, eval: 0 };
+    for (const m of MODULES) {
+      for (const fn of LIBRARY[m]) {
+        const splits = fn.bugs.map((b) => bugSplit(fn.name, b));
+        for (const s of splits) count[s]++;
+        if (fn.bugs.length === 2) expect(new Set(splits).size, fn.name).toBe(2);
+      }
+    }
+    expect(Math.abs(count.train - count.eval)).toBeLessThanOrEqual(1);
+  });
+
+  it("injects only bugs of the task's split: no eval task has a (function, mutation) of a train task", () => {
+    const combos = { train: new Set<string>(), eval: new Set<string>() };
+    for (const split of ["train", "eval"] as const) {
+      for (const id of sampleTaskIds({ family: "code-repair", difficulties: DIFFICULTIES, n: 600, split, seed: 4 })) {
+        const task = generateCodeRepairTask(id);
+        expect(task.bugs.length, id).toBe(SIZE[task.difficulty].bugs);
+        for (const b of task.bugs) combos[split].add(`${b.fn}: ${b.description}`);
+      }
+    }
+    expect([...combos.eval].filter((c) => combos.train.has(c))).toEqual([]);
+    // Both splits use their whole half of the catalogue.
+    expect(combos.train.size).toBeGreaterThanOrEqual(17);
+    expect(combos.eval.size).toBeGreaterThanOrEqual(17);
+    expect(splitOf("code-repair/easy/seed-1")).toMatch(/train|eval/);
   });
 });

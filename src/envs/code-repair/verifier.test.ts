@@ -80,7 +80,7 @@ describe("odd file names", () => {
     // Every test file of the task is still in, and the runner takes the request.
     for (const e of entries) expect(files[e]).toBeDefined();
     const run = await runCode({ files, entries, seed: task.seed });
-    expect(run.tests.length).toBe(task.tests.length);
+    expect(run.tests.length).toBe(task.tests.length + task.apiTests.length);
   });
 });
 

@@ -6,8 +6,12 @@
  * - unit_tests: the ORIGINAL visible tests and the hidden tests run in the code sandbox against the
  *   project's current source files. A bug counts as fixed when every test of its function passes, visible
  *   and hidden (hard-coding the visible answers does not fix it); the score is the fraction of bugs fixed,
- *   or 0 when a test of a function that had no bug fails (a regression, e.g. "fixing" the decoy).
- *   Its parts keep the raw fractions: visible_tests, hidden_tests (tests passed), bugs_fixed, no_regressions.
+ *   or 0 when a test of a function that had no bug fails (a regression, e.g. "fixing" the decoy), or when
+ *   the project was damaged elsewhere: the hidden API checks (Task.apiTests) require every original module,
+ *   src/index.js included, to still load and export its functions, and src/index.js's to behave as the
+ *   modules' own (overwriting a file no test imports is collateral damage too).
+ *   Its parts keep the raw fractions: visible_tests, hidden_tests (tests passed), bugs_fixed, no_regressions,
+ *   api_intact.
  *   Every final state is scored, never an exception: files the sandbox cannot load (odd names, over its
  *   limits) are left out of the run and listed in details.skipped_files, as run_tests leaves them out.
  */
@@ -115,6 +119,21 @@ export function testVerdicts(task: Task, run: CodeRunResult): Array<{ test: Test
   });
 }
 
+/** Whether each API check (Task.apiTests: a module still loads and exports its functions) passed in a run. */
+export function apiVerdicts(task: Task, run: CodeRunResult): Array<{ module: string; passed: boolean; status: string; message: string | null }> {
+  return task.apiTests.map((a) => {
+    const got = run.tests.filter((t) => t.file === a.file && t.name === a.name);
+    const bad = got.find((g) => g.status !== "passed");
+    const loadError = run.loadErrors.find((e) => e.file === a.file);
+    return {
+      module: a.module,
+      passed: got.length > 0 && !bad,
+      status: got.length === 0 ? "not run" : (bad?.status ?? "passed"),
+      message: bad?.message ?? (got.length === 0 ? (loadError?.message ?? "the check did not run") : null),
+    };
+  });
+}
+
 const fraction = (n: number, d: number) => (d === 0 ? 1 : n / d);
 
 const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promise<VerifierResult> => {
@@ -136,9 +155,11 @@ const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promi
   const fnPasses = (fn: string) => verdicts.filter((v) => v.test.fn === fn).every((v) => v.passed);
   const bugs = task.bugs.map((b) => ({ fn: b.fn, file: b.file, fixed: fnPasses(b.fn) }));
   const regressions = task.functions.filter((f) => !f.buggy && !fnPasses(f.name)).map((f) => f.name);
+  const api = apiVerdicts(task, run);
+  const broken = api.filter((a) => !a.passed);
   const fixed = bugs.filter((b) => b.fixed).length;
   const part = (score: number, details: Record<string, JsonValue>): VerifierResult => ({ score, passed: score === 1, details });
-  const score = regressions.length === 0 ? fixed / bugs.length : 0;
+  const score = regressions.length === 0 && broken.length === 0 ? fixed / bugs.length : 0;
   const failing = verdicts
     .filter((v) => !v.passed)
     .slice(0, 20)
@@ -147,7 +168,7 @@ const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promi
     score,
     passed: score === 1,
     details: {
-      rule: "bugs_fixed if no_regressions else 0",
+      rule: "bugs_fixed if no_regressions and api_intact else 0",
       run_status: run.status,
       run_message: run.message,
       // Files left out of the run (see verificationFiles); a module that requires one fails to load.
@@ -160,6 +181,7 @@ const unitTests = defineVerifier<VerifyInput>("unit_tests", async (input): Promi
       hidden_tests: part(fraction(hidden.filter((v) => v.passed).length, hidden.length), { passed: hidden.filter((v) => v.passed).length, total: hidden.length }),
       bugs_fixed: part(fraction(fixed, bugs.length), { bugs: bugs as unknown as JsonValue }),
       no_regressions: part(regressions.length === 0 ? 1 : 0, { regressions }),
+      api_intact: part(broken.length === 0 ? 1 : 0, { broken: broken.map((a) => ({ module: a.module, status: a.status, message: a.message })) as unknown as JsonValue }),
     },
   };
 });
