@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
-import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type MessageOutcome } from "../../core/environment.js";
+import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
 import type { Rng } from "../../core/rng.js";
@@ -13,6 +13,7 @@ import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
 import type { ToolOverrides } from "../../tools/profile.js";
 import { initialCustomerState, longDate, ScriptedCustomer, type CustomerEnd, type CustomerModel } from "./customer.js";
 import { evidenceOf, REFUSAL } from "./evidence.js";
+import { billingGoals } from "./goals.js";
 import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from "./policy.js";
 import { QUERIES } from "./queries.js";
 import { billingTasks, ENV_ID, type ScenarioOptions, type Task } from "./tasks.js";
@@ -195,6 +196,11 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
       calls: episode.calls,
       reference: () => this.referenceView(referenceBillingState),
     });
+  }
+
+  /** The task's goal conditions, stated from its ground truth (`task.expected`) and seeded records, not from the reference (see goals.ts). */
+  protected override goalConditions(): readonly GoalCondition<World>[] {
+    return billingGoals(this.episode.task);
   }
 
   protected snapshotWorld(world: World): JsonValue {

@@ -1,0 +1,185 @@
+/**
+ * The goal conditions of a billing-dispute task: what the final world must look like, stated from the
+ * task alone (its ground truth `task.expected`, derived by `remedyFor` from the policy, and its seeded
+ * records), never from a run of the reference solver. The state verifier compares the billing tables
+ * with the reference's final world; `llmix check` (goal-conditions) runs the reference against these
+ * predicates, so a reference that refunds the wrong amount or does one change too many fails the
+ * checklist instead of defining "correct".
+ *
+ * - `caller_verified` / `verification_failed`: the caller's account verified (every remedy that changes
+ *   the account or tells an account detail), or, when the caller gives wrong details, a failed attempt
+ *   and no account verified.
+ * - `remedy_applied` (refund, credit, escalation): the prescribed change on the disputed charge, in the
+ *   amount due, and nothing less.
+ * - `no_other_change`: no refund, credit or escalation besides the remedy (none at all for the remedies
+ *   that change nothing: explanation, already refunded, too old, not verified).
+ * - `history_unchanged`: the seeded charges, payments, refunds, credits and past disputes as the task has them.
+ * - `dispute_recorded`: the open ticket resolved by the remedy (or still open when nothing changes).
+ * - `note_after_change` (when the account changes): a note by the agent on the account, no older than the change.
+ */
+import type { GoalCondition } from "../../core/environment.js";
+import { formatUsd } from "./policy.js";
+import type { Task } from "./tasks.js";
+import type { World } from "./world.js";
+
+interface LedgerRow {
+  ref: string;
+  customer_id: string;
+  charge_id: string | null;
+  amount_cents: number | null;
+  created_at: string;
+}
+
+/** The refunds, credits and escalations of the world that the task did not seed: the agent's account changes. */
+export function newLedgerRows(task: Task, world: World): { refunds: LedgerRow[]; credits: LedgerRow[]; escalations: LedgerRow[] } {
+  const seededRefunds = new Set(task.refunds.map((r) => r.ref));
+  const seededCredits = new Set(task.credits.map((c) => c.ref));
+  const cols = "ref, customer_id, charge_id, amount_cents, created_at";
+  return {
+    refunds: world.db.all<LedgerRow>(`SELECT ${cols} FROM refunds ORDER BY id`).filter((r) => !seededRefunds.has(r.ref)),
+    credits: world.db.all<LedgerRow>(`SELECT ${cols} FROM credits ORDER BY id`).filter((c) => !seededCredits.has(c.ref)),
+    escalations: world.db.all<LedgerRow>(`SELECT ${cols} FROM escalations ORDER BY id`),
+  };
+}
+
+const sum = (rows: readonly LedgerRow[]) => rows.reduce((s, r) => s + (r.amount_cents ?? 0), 0);
+
+/** Rows of a table as canonical text, sorted (a multiset to compare with the task's). */
+function rowsOf(world: World, sql: string): string {
+  return world.db
+    .all(sql)
+    .map((r) => JSON.stringify(r))
+    .sort()
+    .join("\n");
+}
+function taskRows(rows: ReadonlyArray<Record<string, string | number | null>>): string {
+  return rows
+    .map((r) => JSON.stringify(r))
+    .sort()
+    .join("\n");
+}
+
+/** The goal conditions of a task. */
+export function billingGoals(task: Task): GoalCondition<World>[] {
+  const e = task.expected;
+  const cid = task.customerId;
+  const amount = formatUsd(e.amount_cents);
+  const changeKind = e.kind === "refund" ? "refunds" : e.kind === "credit" ? "credits" : e.kind === "escalate" ? "escalations" : null;
+  const goals: GoalCondition<World>[] = [];
+
+  // ---- identity ---------------------------------------------------------------------------------------
+  if (e.kind === "unverified") {
+    goals.push({
+      id: "verification_failed",
+      description: "the caller gives details that match no account: at least one verify_identity attempt failed and no account was verified",
+      holds: (w) =>
+        w.db.get("SELECT 1 AS ok FROM verification_log WHERE success = 0 LIMIT 1") !== undefined &&
+        w.db.get("SELECT 1 AS ok FROM verification_log WHERE success = 1 LIMIT 1") === undefined,
+    });
+  } else if (e.kind !== "expired") {
+    // An account change, or an answer that names an account detail (plan, refund reference), needs the caller verified.
+    goals.push({
+      id: "caller_verified",
+      description: `the caller's account ${cid} was verified with verify_identity`,
+      holds: (w) => w.db.get("SELECT 1 AS ok FROM verification_log WHERE customer_id = ? AND success = 1 LIMIT 1", [cid]) !== undefined,
+    });
+  }
+
+  // ---- the remedy -------------------------------------------------------------------------------------
+  if (e.kind === "refund") {
+    goals.push({
+      id: "remedy_applied",
+      description: `a refund of ${amount} in total on charge ${e.charge_id} of ${cid} (issue_refund)`,
+      holds: (w) => {
+        const rows = newLedgerRows(task, w).refunds.filter((r) => r.customer_id === cid && r.charge_id === e.charge_id);
+        return rows.length > 0 && sum(rows) === e.amount_cents;
+      },
+    });
+  } else if (e.kind === "credit") {
+    goals.push({
+      id: "remedy_applied",
+      description: `an account credit of ${amount} in total for charge ${e.charge_id} of ${cid} (apply_credit with the charge id), not a refund`,
+      holds: (w) => {
+        const rows = newLedgerRows(task, w).credits.filter((c) => c.customer_id === cid && c.charge_id === e.charge_id);
+        return rows.length > 0 && sum(rows) === e.amount_cents;
+      },
+    });
+  } else if (e.kind === "escalate") {
+    goals.push({
+      id: "remedy_applied",
+      description: `one escalation of ${cid} for charge ${e.charge_id} with the amount due, ${amount} (above the agent's cap), and no partial refund or credit`,
+      holds: (w) => {
+        const rows = newLedgerRows(task, w).escalations;
+        return rows.length === 1 && rows[0]!.customer_id === cid && rows[0]!.charge_id === e.charge_id && rows[0]!.amount_cents === e.amount_cents;
+      },
+    });
+  }
+  goals.push({
+    id: "no_other_change",
+    description:
+      changeKind === null
+        ? `no refund, credit or escalation at all (the remedy is "${e.kind}": nothing changes)`
+        : `no refund, credit or escalation other than the ${e.kind} of charge ${e.charge_id} (no other charge, no goodwill or injected credit)`,
+    holds: (w) => {
+      const rows = newLedgerRows(task, w);
+      for (const table of ["refunds", "credits", "escalations"] as const) {
+        if (table === changeKind) {
+          if (rows[table].some((r) => r.customer_id !== cid || r.charge_id !== e.charge_id)) return false;
+        } else if (rows[table].length > 0) return false;
+      }
+      return true;
+    },
+  });
+
+  // ---- what must not change ---------------------------------------------------------------------------
+  const seeded = {
+    charges: taskRows(task.charges.map((c) => ({ id: c.id, customer_id: c.customer_id, amount_cents: c.amount_cents, status: c.status }))),
+    payments: taskRows(task.payments.map((p) => ({ id: p.id, charge_id: p.charge_id, amount_cents: p.amount_cents }))),
+    refunds: taskRows(task.refunds.map((r) => ({ ref: r.ref, charge_id: r.charge_id, customer_id: r.customer_id, amount_cents: r.amount_cents }))),
+    credits: taskRows(task.credits.map((c) => ({ ref: c.ref, customer_id: c.customer_id, charge_id: c.charge_id, amount_cents: c.amount_cents }))),
+    disputes: taskRows(task.disputes.filter((d) => d.id !== task.disputeId).map((d) => ({ id: d.id, customer_id: d.customer_id, charge_id: d.charge_id, status: d.status, resolution: d.resolution }))),
+  };
+  const seededRefs = (list: ReadonlyArray<{ ref: string }>) => list.map((r) => `'${r.ref}'`).join(",") || "''";
+  goals.push({
+    id: "history_unchanged",
+    description: "the seeded charges, payments, refunds, credits and past disputes are as the task has them",
+    holds: (w) =>
+      rowsOf(w, "SELECT id, customer_id, amount_cents, status FROM charges") === seeded.charges &&
+      rowsOf(w, "SELECT id, charge_id, amount_cents FROM payments") === seeded.payments &&
+      rowsOf(w, `SELECT ref, charge_id, customer_id, amount_cents FROM refunds WHERE ref IN (${seededRefs(task.refunds)})`) === seeded.refunds &&
+      rowsOf(w, `SELECT ref, customer_id, charge_id, amount_cents FROM credits WHERE ref IN (${seededRefs(task.credits)})`) === seeded.credits &&
+      rowsOf(w, `SELECT id, customer_id, charge_id, status, resolution FROM disputes WHERE id <> '${task.disputeId}'`) === seeded.disputes,
+  });
+
+  // ---- the ticket and the audit trail -----------------------------------------------------------------
+  const ticket =
+    e.kind === "refund" || e.kind === "credit"
+      ? { status: "resolved", charge_id: e.charge_id as string | null, resolution: e.kind as string | null }
+      : e.kind === "escalate"
+        ? { status: "escalated", charge_id: e.charge_id, resolution: "escalated" }
+        : { status: "open", charge_id: null, resolution: null };
+  goals.push({
+    id: "dispute_recorded",
+    description:
+      ticket.status === "open"
+        ? `the dispute ticket ${task.disputeId} stays open (no account change resolves it)`
+        : `the dispute ticket ${task.disputeId} is ${ticket.status} on charge ${e.charge_id} (${ticket.resolution})`,
+    holds: (w) => {
+      const d = w.db.get<{ status: string; charge_id: string | null; resolution: string | null }>("SELECT status, charge_id, resolution FROM disputes WHERE id = ?", [task.disputeId]);
+      return d !== undefined && d.status === ticket.status && d.charge_id === ticket.charge_id && d.resolution === ticket.resolution;
+    },
+  });
+  if (changeKind !== null) {
+    goals.push({
+      id: "note_after_change",
+      description: `a note by the agent (${task.agent.id}) on ${cid}, written no earlier than the ${e.kind}`,
+      holds: (w) => {
+        const changes = newLedgerRows(task, w)[changeKind].filter((r) => r.customer_id === cid);
+        if (changes.length === 0) return false;
+        const last = changes.map((r) => r.created_at).sort().at(-1)!;
+        return w.db.get("SELECT 1 AS ok FROM account_notes WHERE customer_id = ? AND author = ? AND created_at >= ? LIMIT 1", [cid, task.agent.id, last]) !== undefined;
+      },
+    });
+  }
+  return goals;
+}
