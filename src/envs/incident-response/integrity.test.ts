@@ -117,7 +117,7 @@ describe("finding 1: collateral damage of wide blocks is part of the outcome", (
 });
 
 describe("finding 2: hidden-label penalties are paid at the end, and collateral is in the outcome", () => {
-  /** Blocks each candidate, watches policy_violation, unblocks the ones that cost; same for account locks. */
+  /** Blocks each candidate, watches every reward component, unblocks the ones that cost; same for account locks. */
   function blockWatchUnblock(task: Task): { act: (last: StepResult | null) => Action | null } {
     const office = task.allowlist[0]!.address;
     const addresses = [...new Set([...task.decoys, office, ...task.expected.blocks, ...task.addresses.filter((a) => !a.attacker && !isPrivate(parseIPv4(a.address)!)).slice(0, 2).map((a) => a.address)])].sort();
@@ -134,7 +134,7 @@ describe("finding 2: hidden-label penalties are paid at the end, and collateral 
         if (pending && last) {
           const p = pending as { kind: "address" | "user"; target: string };
           pending = null;
-          if (last.rewardComponents.policy_violation! < 0) return p.kind === "address" ? unblock(p.target) : account("unlock", p.target);
+          if (Object.entries(last.rewardComponents).some(([name, v]) => name !== "step_cost" && name !== "tool_cost" && v < 0)) return p.kind === "address" ? unblock(p.target) : account("unlock", p.target);
           (p.kind === "address" ? kept : keptUsers).push(p.target);
         }
         const next = plan.shift();
@@ -160,22 +160,26 @@ describe("finding 2: hidden-label penalties are paid at the end, and collateral 
     const end = results.at(-1)!;
     expect(end.terminated).toBe(true);
     // Nothing on a step before the last tells the policy which blocks were legitimate...
-    for (const r of results.slice(0, -1)) expect(r.rewardComponents.policy_violation).toBe(0);
+    for (const r of results.slice(0, -1)) {
+      expect(r.rewardComponents.containment_violation).toBe(0);
+      expect(r.rewardComponents.policy_violation).toBe(0);
+      expect(r.reward).toBeCloseTo(-0.01 + r.rewardComponents.tool_cost!, 12);
+    }
     // ...so it kept them, and the outcome counts every legitimate address ever blocked.
     expect(world().state.violations.some((v) => v.rule === "collateral_block")).toBe(true);
     expect(end.rewardComponents.task).toBe(0);
     // The deferred penalty is paid once, on the final step.
-    expect(end.rewardComponents.policy_violation).toBeLessThan(0);
+    expect(end.rewardComponents.containment_violation).toBeLessThan(0);
   });
 
   it("blocking a legitimate address and unblocking it still fails the outcome; the penalty comes at the end", async () => {
     const { env, task, world } = await open("ssh-brute-force", "decoy");
     const decoy = task.decoys[0]!;
     const r = await play(env, [block(decoy), unblock(decoy), ...task.expected.blocks.map(block), ...rest(task)]);
-    expect(r[0]!.rewardComponents.policy_violation).toBe(0);
+    expect(r[0]!.rewardComponents.containment_violation).toBe(0);
     expect(world().state.violations.map((v) => v.rule)).toEqual(["collateral_block"]);
     const end = r.at(-1)!;
-    expect(end.rewardComponents.policy_violation).toBe(PENALTIES.collateral_block);
+    expect(end.rewardComponents.containment_violation).toBe(PENALTIES.collateral_block);
     expect(end.reward).toBeCloseTo(Object.values(end.rewardComponents).reduce((s, x) => s + x, 0), 12);
     expect(end.rewardComponents.task).toBe(0);
     // The state itself was repaired: containment alone passes; the conduct gate fails.
@@ -188,8 +192,8 @@ describe("finding 2: hidden-label penalties are paid at the end, and collateral 
     const { env, task } = await open("exfiltration");
     const other = task.accounts.find((a) => a.role === "engineer" && !task.expected.accounts.includes(a.username))!.username;
     const r = await play(env, [account("lock", other), account("unlock", other), ...task.expected.blocks.map(block), ...rest(task)]);
-    expect(r[0]!.rewardComponents.policy_violation).toBe(0);
-    expect(r.at(-1)!.rewardComponents.policy_violation).toBe(PENALTIES.collateral_account);
+    expect(r[0]!.rewardComponents.containment_violation).toBe(0);
+    expect(r.at(-1)!.rewardComponents.containment_violation).toBe(PENALTIES.collateral_account);
     expect(r.at(-1)!.rewardComponents.task).toBe(0);
   });
 
@@ -198,7 +202,7 @@ describe("finding 2: hidden-label penalties are paid at the end, and collateral 
     await env.reset(ID("medium", 11), 3);
     const task = (env as unknown as { episode: { task: Task } }).episode.task;
     const r = await play(env, [block(task.decoys[0]!), sh("ls"), sh("ls")]);
-    expect(r.map((x) => x.rewardComponents.policy_violation)).toEqual([0, 0, PENALTIES.collateral_block]);
+    expect(r.map((x) => x.rewardComponents.containment_violation)).toEqual([0, 0, PENALTIES.collateral_block]);
     expect(r.at(-1)!.truncated).toBe(true);
   });
 });
