@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost, PRNG throughput,
  * environment latency, rollout throughput, trajectory-store insert rate, export rates, and the service
- * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions).
+ * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions), and
+ * the time the hacking analysis adds to `llmix check --all`.
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
  * written to bench/results.json and bench/RESULTS.md.
  */
@@ -18,6 +19,7 @@ import { codeRunnerLatency, type CodeRunnerLatency } from "./code-runner.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
 import { rolloutRates, WARM_UP_EPISODES, type RolloutRate } from "./rollout.js";
+import { checkTime, type CheckTime } from "./check-time.js";
 import { rebuildCost, serviceRates, sessionMemory, type RebuildCost, type SessionMemory, type TransportRate } from "./service.js";
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
@@ -229,7 +231,11 @@ function cellText(text: string): string {
 }
 
 const meta = { node: process.version, cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, note: "medians of 15 batches; ratio = median / baseline median (same run)" };
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
+console.log("\nQA checklist: check --all (built-ins and the example), with and without the hacking analysis");
+const checklist: CheckTime = checkTime();
+console.log(`  ${checklist.envs} environments: ${checklist.with_hacking_s} s with the hacking analysis, ${checklist.without_hacking_s} s without (x${checklist.ratio}); ${checklist.passed ? "all passed" : "FAILED"}`);
+
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -293,6 +299,10 @@ const md = [
   `Rebuild after a host is stopped: ${rebuild.rebuilt} of ${rebuild.sessions} ${rebuild.env} sessions (${rebuild.steps_per_session} steps each, replayed) rebuilt in ${rebuild.total_ms} ms: ${rebuild.ms_per_session} ms per session (${rebuild.lost} lost).`,
   "",
   `Memory: ${memory.sessions} live ${memory.env} sessions in one server: RSS ${memory.rss_before_mb} MB -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session; created at ${memory.create_per_s}/s).`,
+  "",
+  "## QA checklist time (`check --all` with the example; budget 3 minutes)",
+  "",
+  `${checklist.envs} environments: ${checklist.with_hacking_s} s with the hacking analysis, ${checklist.without_hacking_s} s without (x${checklist.ratio}); ${checklist.passed ? "every check passed" : "some checks FAILED"}.`,
   "",
 ].join("\n");
 writeFileSync(new URL("./RESULTS.md", import.meta.url), md);

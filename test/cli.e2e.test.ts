@@ -39,6 +39,14 @@ describe("llmix CLI", () => {
     expect(stdout).toContain("all 25 checks passed");
   });
 
+  it("check --no-hacking skips the hacking analysis but keeps the audits", () => {
+    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "2", "--no-hacking"]);
+    expect(code).toBe(0);
+    expect(stdout).not.toMatch(/\bsensitivity\b/);
+    expect(stdout).toMatch(/PASS\s+tool-crash\s/);
+    expect(stdout).toContain("all 19 checks passed");
+  });
+
   it("check --json reports figures", () => {
     const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "3", "--json"]);
     expect(code).toBe(0);
@@ -104,7 +112,7 @@ describe("llmix CLI", () => {
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/extreme/seed-1", "--seed", "1"], /invalid_task_id: .*valid: easy, medium, hard/],
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "garbage", "--seed", "1"], /invalid_task_id: task id "garbage" must have three parts/],
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/easy/seed-1", "--seed", "-3"], /--seed must be an integer/],
-    [["check", "--module", EXAMPLE, "--bogus"], /unknown option '--bogus'; valid options of check: --all, --json, --samples, --module/],
+    [["check", "--module", EXAMPLE, "--bogus"], /unknown option '--bogus'; valid options of check: --all, --json, --samples, --no-hacking, --module/],
     [["frobnicate"], /unknown command 'frobnicate'; valid commands: envs, tasks, reset, play, check/],
     [["tasks", "inventory-restock", "--module", EXAMPLE, "--split", "validation"], /unknown split "validation"; valid: train, eval/],
     [["check", "--module", "does/not/exist.ts"], /module_load_failed: --module does\/not\/exist.ts: no such file/],

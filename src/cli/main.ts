@@ -127,8 +127,9 @@ export function buildProgram(): Command {
     .option("--all", "check every registered environment")
     .option("--json", "print JSON")
     .option("--samples <n>", "task ids per difficulty", integer("--samples", 1, 10_000), 10)
+    .option("--no-hacking", "skip the hacking analysis (sensitivity, invariance, robustness, leakage, memorization, task-space)")
     .addOption(moduleOption())
-    .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; module?: string[] }) => {
+    .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; hacking: boolean; module?: string[] }) => {
       const { registry, moduleIds } = await loadRegistry(opts.module);
       const ids = opts.all ? registry.ids() : envIds.length > 0 ? envIds : moduleIds;
       if (ids.length === 0) {
@@ -143,6 +144,7 @@ export function buildProgram(): Command {
         reports.push(
           await runChecks(entry, {
             samples: opts.samples,
+            hacking: opts.hacking,
             onCheck: (name, index, total) => {
               if (index === 0) bar?.start(total, 0, { check: name, episodes: 0, rate: "0.0" });
               else bar?.update(index, { check: name });

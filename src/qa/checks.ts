@@ -44,6 +44,8 @@ export interface CheckOptions {
   samples?: number;
   /** Called before each check starts, for progress display. */
   onCheck?: (name: string, index: number, total: number) => void;
+  /** Run the hacking analysis (sensitivity .. task-space). Default true; off only to measure what it costs. */
+  hacking?: boolean;
   /** Called after every episode any check plays, with the running count. */
   onEpisode?: (episodes: number) => void;
 }
@@ -440,7 +442,7 @@ export async function runChecks(entry: EnvironmentEntry, options: CheckOptions =
       for (const probe of probeNames) {
         plan.push([`probe:${probe}`, (c) => policyFloor(c, `probe:${probe}`, () => (env) => pickProbe(env, probe))]);
       }
-      plan.push(...Object.entries(HACKING_CHECKS));
+      if (options.hacking !== false) plan.push(...Object.entries(HACKING_CHECKS));
     }
     plan.push([name, check]);
     // The audit reads every episode played so far, so it runs once the episode-playing checks are done.
