@@ -8,7 +8,7 @@ import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
 
 /** What a host is started with (workerData). */
 /** Sessions a host keeps live by default before it parks the least recently used (hosted-sessions.ts). */
-export const DEFAULT_RESIDENT_SESSIONS = 1000;
+export const DEFAULT_RESIDENT_SESSIONS = 2500;
 /** A session must be idle this long before it may be parked (so a round of steps never thrashes). */
 export const PARK_IDLE_MS = 2000;
 
