@@ -10,6 +10,12 @@
  * takes a request seen that way with receiveMessageOnPort. (Spinning instead of sleeping was measured
  * slower: on two cores the spinning host takes the CPU the serving thread needs.) Only after LINGER_MS
  * without work does the host go back to its event loop, where requests arrive as ordinary messages.
+ *
+ * Replies go out the same way requests come in: together. Each answer waits in an outbox that is posted
+ * (one message, one wake-up of the serving thread) whenever the host runs out of queued requests. Safe
+ * if the host dies meanwhile: an answer the serving thread never received is a request still waiting,
+ * and waiting requests are sent again after the session's rebuild (host-pool.ts), which gives the same
+ * answer (environments are deterministic).
  */
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { LlmixError, toLlmixError } from "../core/errors.js";
@@ -56,6 +62,8 @@ class Server {
   /** Messages taken from the channel so far (compared with the serving thread's count of posts). */
   private taken = 0;
   private draining = false;
+  /** Answers not yet posted (see the header). */
+  private outbox: HostReply[] = [];
 
   constructor(
     private readonly sessions: HostedSessions,
@@ -83,6 +91,8 @@ class Server {
   private next(): HostRequest | undefined {
     const queued = this.queue.shift();
     if (queued) return queued;
+    // Nothing queued: post what is done before waiting for more.
+    this.flush();
     for (let attempt = 0; attempt < 2; attempt++) {
       const waiting = receiveMessageOnPort(channel.requests);
       if (waiting) {
@@ -114,14 +124,29 @@ class Server {
       const e = toLlmixError(error);
       reply = { id: request.id, ok: false, error: { code: e.code, message: e.message, details: e.details } };
     }
-    try {
-      channel.replies.postMessage(reply);
-    } catch (error) {
-      // A result that cannot cross threads (an environment put a function in its info, say).
-      const message = `the host could not send its answer: ${(error as Error).message}`;
-      channel.replies.postMessage({ id: request.id, ok: false, error: { code: "internal", message, details: {} } } satisfies HostReply);
-    }
+    this.outbox.push(reply);
     Atomics.store(this.control, RUNNING, 0);
+  }
+
+  /** Post the outbox as one message. */
+  private flush(): void {
+    if (this.outbox.length === 0) return;
+    const batch = this.outbox;
+    this.outbox = [];
+    try {
+      channel.replies.postMessage(batch);
+    } catch {
+      // A result that cannot cross threads (an environment put a function in its info, say): that answer
+      // becomes an error, the others go as they are.
+      for (const reply of batch) {
+        try {
+          channel.replies.postMessage([reply]);
+        } catch (error) {
+          const message = `the host could not send its answer: ${(error as Error).message}`;
+          channel.replies.postMessage([{ id: reply.id, ok: false, error: { code: "internal", message, details: {} } }] satisfies HostReply[]);
+        }
+      }
+    }
   }
 }
 

@@ -101,7 +101,7 @@ export class Host {
     this.replies = replies.port2;
     this.control = new Int32Array(control);
     this.since = new Float64Array(control);
-    this.replies.on("message", (reply: HostReply) => this.answer(reply));
+    this.replies.on("message", (batch: HostReply[]) => this.answerAll(batch));
     this.replies.unref();
     let onReady!: () => void;
     let onFail!: (error: LlmixError) => void;
@@ -226,8 +226,13 @@ export class Host {
     const until = performance.now() + SPIN_US / 1000;
     while (performance.now() < until) {
       const answer = receiveMessageOnPort(this.replies);
-      if (answer) return this.answer(answer.message as HostReply);
+      if (answer) return this.answerAll(answer.message as HostReply[]);
     }
+  }
+
+  /** A message of the host: the answers it had ready together, in order. */
+  private answerAll(batch: readonly HostReply[]): void {
+    for (const reply of batch) this.answer(reply);
   }
 
   private answer(reply: HostReply): void {
@@ -282,7 +287,7 @@ export class Host {
     if (this.watchdog) clearInterval(this.watchdog);
     this.watchdog = null;
     // Answers the host sent before it stopped still count.
-    for (let reply = receiveMessageOnPort(this.replies); reply; reply = receiveMessageOnPort(this.replies)) this.answer(reply.message as HostReply);
+    for (let reply = receiveMessageOnPort(this.replies); reply; reply = receiveMessageOnPort(this.replies)) this.answerAll(reply.message as HostReply[]);
     this.replies.close();
     const runningId = Atomics.load(this.control, RUNNING);
     const running = this.sent.get(runningId) ?? null;

@@ -56,4 +56,22 @@ describe("HostPool", () => {
     expect(stats.hosts_stopped[code as "step_timeout"]).toBe(1);
     expect(stats.last_rebuild).toMatchObject({ sessions: 2, rebuilt: 2, lost: 0 });
   });
+
+  it("answers the host held back when another session's step killed it are recomputed, identically, after the rebuild", async () => {
+    // Steps posted in one turn reach the host together and their answers leave together, after the
+    // batch: the innocent steps before the hang are done but unanswered when the host is stopped.
+    const p = newPool({ stepTimeoutMs: 1500 });
+    await p.ready();
+    for (const sid of ["a", "b", "hostile", "twin-a", "twin-b"]) await open(p, sid);
+    for (let i = 0; i < 2; i++) for (const sid of ["a", "b", "twin-a", "twin-b"]) await p.step(sid, count);
+    const expected = [(await p.step("twin-a", count)).body, (await p.step("twin-b", count)).body];
+    const a = p.step("a", count);
+    const b = p.step("b", count);
+    const hang = p.step("hostile", { type: "tool_call", tool: "hang", args: {} });
+    await expect(hang).rejects.toMatchObject({ code: "step_timeout" });
+    expect([(await a).body, (await b).body]).toEqual(expected);
+    // And they go on from there as the twins do.
+    expect((await p.step("a", count)).body).toBe((await p.step("twin-a", count)).body);
+    expect(p.snapshotStats().last_rebuild).toMatchObject({ rebuilt: 4, lost: 0 });
+  });
 });
