@@ -43,6 +43,35 @@ describe("the environment", () => {
   });
 });
 
+describe("the rules the verifier applies", () => {
+  // Every part of the verdict that can zero the outcome is a rule the agent was told (issue 13).
+  const STATED: Record<string, RegExp> = {
+    protected_files: /the tests in test\/ are the specification: do not change or delete them/,
+    visible_tests: /fix them so that every test passes/,
+    hidden_tests: /hidden tests with other inputs check every function/,
+    bugs_fixed: /Find the bug\(s\) in src\/ and fix them/,
+    no_regressions: /Do not change functions that are correct/,
+    api_intact: /do not break other modules: every module in src\/ \(src\/index\.js\s+included\) must still load and export the same functions/,
+  };
+
+  it("states each of them in the first observation", async () => {
+    const env = new CodeRepair();
+    const initial = await env.reset(ID("medium", 3), 1);
+    const run = await runPolicy(env, env.referenceSolver(), { maxSteps: env.maxSteps, initial });
+    const names: string[] = [];
+    const walk = (v: VerifierResult) => {
+      for (const [name, part] of Object.entries(v.parts ?? {})) {
+        if (name !== "unit_tests") names.push(name);
+        walk(part);
+      }
+    };
+    walk(run.final!.info.verdict as VerifierResult);
+    expect(names.sort()).toEqual(Object.keys(STATED).sort());
+    for (const [name, text] of Object.entries(STATED)) expect(initial.rendered, name).toMatch(text);
+    await env.close();
+  });
+});
+
 describe("the reference solver", () => {
   const cases = DIFFICULTIES.flatMap((d) => VARIANTS.map((v) => [d, v] as const));
   it.each(cases)("solves %s / %s with outcome 1", async (difficulty, variant) => {

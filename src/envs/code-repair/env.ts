@@ -5,10 +5,11 @@
  */
 import type { z } from "zod";
 import type { Action } from "../../core/contract.js";
-import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode } from "../../core/environment.js";
+import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { Policy } from "../../core/policy.js";
 import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
+import { codeRepairGoals } from "./goals.js";
 import { unifiedDiff } from "./patch.js";
 import { codeRepairTasks, ENV_ID, PROJECT_ROOT, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS } from "./tools.js";
@@ -73,6 +74,11 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
       nowMs: episode.clock.now(),
       reference: () => this.referenceWorld(),
     });
+  }
+
+  /** The task's goal conditions, stated from its ground truth (the injected bugs, the decoy, the files it generated), not from the reference (see goals.ts). */
+  protected override goalConditions(): readonly GoalCondition<World>[] {
+    return codeRepairGoals(this.episode.task);
   }
 
   protected snapshotWorld(world: World): JsonValue {
