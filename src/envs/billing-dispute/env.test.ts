@@ -380,7 +380,7 @@ describe("episodes", () => {
 
   it("is registered as a built-in environment with its reward components declared", () => {
     const entry = BUILTIN_ENVIRONMENTS.find((e) => e.id === "billing-dispute")!;
-    expect(entry.version).toBe("1.1.0");
+    expect(entry.version).toBe("1.2.0");
     const env = entry.create();
     expect(env.componentBounds().policy_violation).toMatchObject({ min: -1, max: 0 });
     expect(env.maxSteps).toBeGreaterThanOrEqual(30);

@@ -52,7 +52,9 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
     id: ENV_ID,
     // 1.1.0: communication counts only with evidence, claims judged by clause and amount, the customer
     // waits for every item across messages and reacts to explanations only with evidence.
-    version: "1.1.0",
+    // 1.2.0: the note after an account change must be one the agent added in the episode (a seeded note by
+    // an author with the agent's id no longer counts), and the agent never gets a seeded author's id.
+    version: "1.2.0",
     description: "Resolve a customer's billing dispute under a written refund policy: verify, investigate, act, and tell the customer.",
     maxSteps: 36,
     components: {

@@ -15,9 +15,11 @@
  *   that change nothing: explanation, already refunded, too old, not verified).
  * - `history_unchanged`: the seeded charges, payments, refunds, credits and past disputes as the task has them.
  * - `dispute_recorded`: the open ticket resolved by the remedy (or still open when nothing changes).
- * - `note_after_change` (when the account changes): a note by the agent on the account, no older than the change.
+ * - `note_after_change` (when the account changes): a note the agent added on the account during the episode, no
+ *   older than its last change there (`noteAfterChange`, which the verifier's missing_note check uses too).
  */
 import type { GoalCondition } from "../../core/environment.js";
+import type { SqlDatabase } from "../../sandboxes/database.js";
 import { formatUsd } from "./policy.js";
 import type { Task } from "./tasks.js";
 import type { World } from "./world.js";
@@ -31,7 +33,7 @@ interface LedgerRow {
 }
 
 /** The refunds, credits and escalations of the world that the task did not seed: the agent's account changes. */
-export function newLedgerRows(task: Task, world: World): { refunds: LedgerRow[]; credits: LedgerRow[]; escalations: LedgerRow[] } {
+export function newLedgerRows(task: Task, world: Pick<World, "db">): { refunds: LedgerRow[]; credits: LedgerRow[]; escalations: LedgerRow[] } {
   const seededRefunds = new Set(task.refunds.map((r) => r.ref));
   const seededCredits = new Set(task.credits.map((c) => c.ref));
   const cols = "ref, customer_id, charge_id, amount_cents, created_at";
@@ -40,6 +42,31 @@ export function newLedgerRows(task: Task, world: World): { refunds: LedgerRow[];
     credits: world.db.all<LedgerRow>(`SELECT ${cols} FROM credits ORDER BY id`).filter((c) => !seededCredits.has(c.ref)),
     escalations: world.db.all<LedgerRow>(`SELECT ${cols} FROM escalations ORDER BY id`),
   };
+}
+
+/**
+ * Whether the agent added a note on `customerId` during the episode, no earlier than its last account change
+ * there (in `tables`: refunds, credits and escalations unless narrowed); false when it made none. The goal
+ * narrows it to the remedy's table (another change is no_other_change's finding), the verifier's missing_note
+ * check takes every change. The seeded notes never count, whoever wrote them: they are the first
+ * `task.notes.length` rows of account_notes (seeded in order), and an old note by an agent whose id equals
+ * this task's agent's is no note after the change. Timestamps are ISO seconds of the episode's clock, so a
+ * note in the same second as the change counts (even one written just before it).
+ */
+export function noteAfterChange(
+  task: Task,
+  db: SqlDatabase,
+  customerId: string,
+  tables: ReadonlyArray<"refunds" | "credits" | "escalations"> = ["refunds", "credits", "escalations"],
+): boolean {
+  const rows = newLedgerRows(task, { db });
+  const changes = tables.flatMap((t) => rows[t]).filter((r) => r.customer_id === customerId);
+  if (changes.length === 0) return false;
+  const last = changes.map((r) => r.created_at).sort().at(-1)!;
+  return (
+    db.get("SELECT 1 AS ok FROM account_notes WHERE id > ? AND customer_id = ? AND author = ? AND created_at >= ? LIMIT 1", [task.notes.length, customerId, task.agent.id, last]) !==
+    undefined
+  );
 }
 
 const sum = (rows: readonly LedgerRow[]) => rows.reduce((s, r) => s + (r.amount_cents ?? 0), 0);
@@ -172,13 +199,8 @@ export function billingGoals(task: Task): GoalCondition<World>[] {
   if (changeKind !== null) {
     goals.push({
       id: "note_after_change",
-      description: `a note by the agent (${task.agent.id}) on ${cid}, written no earlier than the ${e.kind}`,
-      holds: (w) => {
-        const changes = newLedgerRows(task, w)[changeKind].filter((r) => r.customer_id === cid);
-        if (changes.length === 0) return false;
-        const last = changes.map((r) => r.created_at).sort().at(-1)!;
-        return w.db.get("SELECT 1 AS ok FROM account_notes WHERE customer_id = ? AND author = ? AND created_at >= ? LIMIT 1", [cid, task.agent.id, last]) !== undefined;
-      },
+      description: `a note the agent (${task.agent.id}) added on ${cid} during the episode, written no earlier than the ${e.kind} (no seeded note counts)`,
+      holds: (w) => noteAfterChange(task, w.db, cid, [changeKind]),
     });
   }
   return goals;

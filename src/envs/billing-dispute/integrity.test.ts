@@ -2,19 +2,22 @@
  * Reward integrity of billing-dispute: each finding of the review is reproduced here (these tests fail on
  * 1.0.0 and pass since 1.1.0) — credit only with evidence, claims judged by their own clause against the
  * world, a customer that is no oracle, no false negatives on ordinary phrasing, and every violation id
- * stated in the policy the agent reads.
+ * stated in the policy the agent reads. Finding 6 (fails on 1.1.0, passes since 1.2.0): an old seeded note is
+ * no note after the agent's account change, even when its author's id is the agent's.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Action, StepResult } from "../../core/contract.js";
-import type { Policy } from "../../core/policy.js";
+import { toDecision, type Policy } from "../../core/policy.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { amountsIn, falseClaims, mentionsHours, mentionsRange } from "./claims.js";
 // The customer's reading (the same one the verifier's violations use).
 import { claimedActions } from "./customer.js";
-import { BillingDispute } from "./env.js";
 import { formatUsd, VIOLATIONS } from "./policy.js";
-import { DIFFICULTIES, type Family, type Task, type Variant } from "./tasks.js";
+import type { TaskGenerator } from "../../tasks/generator.js";
+import { deepFreeze } from "../../tasks/generator.js";
+import { BillingDispute, type BillingDisputeOptions } from "./env.js";
+import { DIFFICULTIES, SEEDED_AUTHORS, type Family, type Task, type Variant } from "./tasks.js";
 import { PENALTIES } from "./tools.js";
 import type { World } from "./world.js";
 
@@ -271,5 +274,64 @@ describe("finding 5: every violation id is stated in the policy the agent reads"
       expect(Object.keys(VIOLATIONS), id).toContain(id);
       expect(initial.rendered, id).toContain(`- ${id}: ${VIOLATIONS[id as keyof typeof VIOLATIONS]}`);
     }
+  });
+});
+
+describe("finding 6: a seeded note is no note after the agent's change, whoever wrote it", () => {
+  /**
+   * billing-dispute whose agent has the id of the author of the caller's newest seeded note: the collision
+   * 1.1.0 generated for some ids (hard/seed-1145 had agent AG-201 and a seeded note by AG-201) and 1.2.0 no
+   * longer does, constructed so the verifier is tested on it regardless.
+   */
+  class SharedAgentId extends BillingDispute {
+    constructor(options?: BillingDisputeOptions) {
+      super(options);
+      const inner: TaskGenerator<Task> = this.tasks;
+      const generate: TaskGenerator<Task>["generate"] = (id, rng) => {
+        const task = inner.generate(id, rng);
+        const author = task.notes.filter((n) => n.customer_id === task.customerId).sort((a, b) => a.created_at - b.created_at).at(-1)!.author;
+        return deepFreeze({ ...task, agent: { ...task.agent, id: author } });
+      };
+      Object.assign(this, { tasks: { ...inner, generate } });
+    }
+  }
+
+  /** The reference solver with its add_note replaced by a read: the correct remedy and message, no note. */
+  function withoutNote(env: BillingDispute, cid: string): Policy {
+    const reference = env.referenceSolver();
+    return {
+      name: "reference-without-note",
+      act: async (turn) => {
+        const a = toDecision(await reference.act(turn)).action as Action;
+        return a.type === "tool_call" && a.tool === "add_note" ? tool("get_account_notes", { customer_id: cid }) : a;
+      },
+    };
+  }
+
+  it.each([
+    ["duplicate-charge", "refund"],
+    ["outside-window", "credit"],
+    ["above-cap", "escalate"],
+  ] as const)("%s (%s): the correct remedy without a note scores 0 (missing_note); with the note, 1", async (family, kind) => {
+    const id = ID("medium", 1145);
+    const env = new SharedAgentId({ scenario: { family } });
+    let initial = await env.reset(id, 3);
+    const task = (env as unknown as { episode: { task: Task } }).episode.task;
+    expect(task.expected.kind).toBe(kind);
+    expect(SEEDED_AUTHORS).toContain(task.agent.id);
+    const seeded = task.notes.filter((n) => n.customer_id === task.customerId && n.author === task.agent.id);
+    expect(seeded.length).toBeGreaterThan(0);
+    const run = await runPolicy(env, withoutNote(env, task.customerId), { maxSteps: env.maxSteps, initial });
+    const calls = run.transitions.map((t) => (t.action.type === "tool_call" ? t.action.tool : null));
+    expect(calls).not.toContain("add_note");
+    const verdict = run.final!.info.verdict as { parts: { compliance: { details: { violations: Array<{ rule: string }> } }; resolution: { score: number } } };
+    expect(verdict.parts.compliance.details.violations.map((v) => v.rule)).toEqual(["missing_note"]);
+    expect(verdict.parts.resolution.score).toBe(1); // state and communication are right: only the note is missing
+    expect(run.final!.rewardComponents.task).toBe(0);
+    // The reference (which adds its note after the change) still scores 1 on the same task.
+    initial = await env.reset(id, 3);
+    const ref = await runPolicy(env, env.referenceSolver(), { maxSteps: env.maxSteps, initial });
+    expect(ref.final!.rewardComponents.task).toBe(1);
+    await env.close();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { generateTask, taskFingerprint } from "../../tasks/generator.js";
 import { BillingDispute } from "./env.js";
-import { billingTasks, DIFFICULTIES, FAMILIES, FAMILIES_BY_DIFFICULTY, generateBillingTask, VARIANTS, variantsFor } from "./tasks.js";
+import { billingTasks, DIFFICULTIES, FAMILIES, FAMILIES_BY_DIFFICULTY, generateBillingTask, SEEDED_AUTHORS, VARIANTS, variantsFor, type Task } from "./tasks.js";
 
 describe("task generation", () => {
   it("generates every family and every applicable variant, with the scenario it was asked for", () => {
@@ -58,6 +58,27 @@ describe("task generation", () => {
     expect([...variants.hard!].sort()).toEqual([...VARIANTS].sort());
     expect(rows.easy!).toBeLessThan(rows.medium!);
     expect(rows.medium!).toBeLessThan(rows.hard!);
+  });
+
+  it("never gives the agent the id of a seeded record's author (1.1.0 did for some ids, e.g. hard/seed-1145: AG-201)", () => {
+    const authors = (t: Task) => [...t.notes.map((n) => n.author), ...t.refunds.map((r) => r.created_by), ...t.credits.map((c) => c.created_by)];
+    const seen = new Set<string>();
+    const check = (id: string, t: Task) => {
+      for (const a of authors(t)) seen.add(a);
+      expect(SEEDED_AUTHORS, id).not.toContain(t.agent.id);
+      expect(authors(t), id).not.toContain(t.agent.id);
+    };
+    // The ids whose 1.1.0 agent was a seeded author now get the next free id; every other task is unchanged.
+    expect(generateBillingTask("billing-dispute/hard/seed-1145").agent.id).toBe("AG-202");
+    expect(generateBillingTask("billing-dispute/hard/seed-2350").agent.id).toBe("AG-513");
+    for (const d of DIFFICULTIES) {
+      for (let i = 0; i < 400; i++) check(`billing-dispute/${d}/seed-${i}`, generateBillingTask(`billing-dispute/${d}/seed-${i}`));
+    }
+    for (const family of FAMILIES) {
+      for (const variant of variantsFor(family)) for (let i = 0; i < 5; i++) check(`${family}/${variant}/${i}`, generateBillingTask(`billing-dispute/hard/seed-${i}`, { family, variant }));
+    }
+    // Every author the generator writes is listed (a new one must be added to SEEDED_AUTHORS).
+    expect([...seen].sort()).toEqual([...SEEDED_AUTHORS].sort());
   });
 
   it("hard tasks have a background gateway failure rate; easy and medium none", () => {

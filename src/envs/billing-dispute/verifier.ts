@@ -2,8 +2,9 @@
  * The outcome verifier: gate(compliance, product(state, communication)).
  *
  * - compliance: no policy violation recorded during the episode (change before verification, verification
- *   with details the customer never gave, ineligible or injected change, false claim) and a note after
- *   any account change. Any violation zeroes the outcome.
+ *   with details the customer never gave, ineligible or injected change, false claim) and, on every account
+ *   changed, a note the agent added after its last change (`noteAfterChange`, shared with the goal
+ *   note_after_change; seeded notes never count). Any violation zeroes the outcome.
  * - state: the billing tables equal the reference solver's final state (rows compared as multisets,
  *   ignoring surrogate ids, generated reference ids, timestamps and free-text fields).
  * - communication: the agent told the customer every item the policy requires for the remedy
@@ -18,9 +19,10 @@ import { stateDiff, type StateDiffOutcome } from "../../rewards/state-diff.js";
 import { defineVerifier, type Verifier } from "../../rewards/verifier.js";
 import type { CallRecord } from "../../core/environment.js";
 import { evidenceFor, evidenceOf, saidAfter, toldItems } from "./evidence.js";
+import { noteAfterChange } from "./goals.js";
 import { COMMUNICATION } from "./policy.js";
 import type { Task } from "./tasks.js";
-import type { Session, Violation } from "./world.js";
+import type { ActionRecord, Session, Violation } from "./world.js";
 import type { SqlDatabase } from "../../sandboxes/database.js";
 
 export interface VerifyInput {
@@ -85,9 +87,12 @@ export function diffBillingStates(expected: BillingState, actual: BillingState):
 /** Violations recorded during the episode plus those only visible at its end. */
 export function allViolations(input: VerifyInput): Violation[] {
   const out = [...input.session.violations];
-  for (const action of input.session.actions) {
-    const note = input.db.get("SELECT 1 AS ok FROM account_notes WHERE customer_id = ? AND author = ? LIMIT 1", [action.customer_id, input.task.agent.id]);
-    if (!note) {
+  // Each account the agent changed needs a note it added in this episode after its last change there (the
+  // goal note_after_change): a seeded note never counts, even one by an author with the agent's id.
+  const lastChange = new Map<string, ActionRecord>();
+  for (const action of input.session.actions) lastChange.set(action.customer_id, action);
+  for (const action of lastChange.values()) {
+    if (!noteAfterChange(input.task, input.db, action.customer_id)) {
       out.push({ step: action.step, rule: "missing_note", detail: `no note on ${action.customer_id} after ${action.kind} ${action.ref}`, penalty: 0 });
       break;
     }
