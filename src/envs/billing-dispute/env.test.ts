@@ -2,39 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { Action, StepResult, ToolResult } from "../../core/contract.js";
 import { fingerprint } from "../../core/json.js";
 import { runPolicy } from "../../core/run-policy.js";
-import type { VerifierResult } from "../../rewards/verifier.js";
 import { BUILTIN_ENVIRONMENTS } from "../index.js";
 import { BillingDispute } from "./env.js";
 import { formatUsd } from "./policy.js";
-import { DIFFICULTIES, FAMILIES, variantsFor, type Family, type Task, type Variant } from "./tasks.js";
-import { capOf, type World } from "./world.js";
-
-const ID = (d: string, n: number) => `billing-dispute/${d}/seed-${n}`;
-
-/** A reset environment with a forced scenario, and its task. */
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new BillingDispute({ scenario: { family, variant } });
-  await env.reset(id, seed);
-  const task = (env as unknown as { episode: { task: Task } }).episode.task;
-  const world = () => (env as unknown as { episode: { world: World } }).episode.world;
-  return { env, task, world };
-}
-
-/** Take every action; the episode may end only on the last one (a test that meant more steps fails loudly). */
-async function steps(env: BillingDispute, actions: Action[]): Promise<StepResult[]> {
-  const out: StepResult[] = [];
-  for (const [i, a] of actions.entries()) {
-    const r = await env.step(a);
-    out.push(r);
-    if ((r.terminated || r.truncated) && i < actions.length - 1) throw new Error(`episode ended early, at action ${i + 1} of ${actions.length}: ${r.observation.rendered}`);
-  }
-  return out;
-}
-
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const say = (content: string): Action => ({ type: "message", content });
-const resultOf = (r: StepResult) => r.info.tool_result as ToolResult;
-const verdictOf = (r: StepResult) => r.info.verdict as VerifierResult;
+import { DIFFICULTIES, FAMILIES, variantsFor, type Task } from "./tasks.js";
+import { capOf } from "./world.js";
+import { ID, open, resultOf, say, steps, tool, verdictOf } from "./test-support.js";
 
 /** The first three reference actions: ask, look up, verify (correctly, with what the customer said). */
 function verifyActions(task: Task): Action[] {

@@ -7,19 +7,9 @@ import { describe, expect, it } from "vitest";
 import type { Action } from "../../core/contract.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { BillingDispute } from "./env.js";
-import { DIFFICULTIES, FAMILIES, variantsFor, type Family, type Task, type Variant } from "./tasks.js";
+import { DIFFICULTIES, FAMILIES, variantsFor, type Family, type Task } from "./tasks.js";
 import type { World } from "./world.js";
-
-const ID = (d: string, n: number) => `billing-dispute/${d}/seed-${n}`;
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const say = (content: string): Action => ({ type: "message", content });
-
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new BillingDispute({ scenario: { family, variant } });
-  await env.reset(id, seed);
-  const episode = () => (env as unknown as { episode: { task: Task; world: World } }).episode;
-  return { env, task: episode().task, world: () => episode().world };
-}
+import { ID, open, say, tool } from "./test-support.js";
 
 const unmet = (env: BillingDispute) => env.goals().filter((g) => !g.met).map((g) => g.id);
 

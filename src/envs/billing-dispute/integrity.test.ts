@@ -17,31 +17,10 @@ import { formatUsd, VIOLATIONS } from "./policy.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
 import { deepFreeze } from "../../tasks/generator.js";
 import { BillingDispute, type BillingDisputeOptions } from "./env.js";
-import { DIFFICULTIES, SEEDED_AUTHORS, type Family, type Task, type Variant } from "./tasks.js";
+import { DIFFICULTIES, SEEDED_AUTHORS, type Task } from "./tasks.js";
 import { PENALTIES } from "./tools.js";
 import type { World } from "./world.js";
-
-const ID = (d: string, n: number) => `billing-dispute/${d}/seed-${n}`;
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const say = (content: string): Action => ({ type: "message", content });
-
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new BillingDispute({ scenario: { family, variant } });
-  const initial = await env.reset(id, seed);
-  const task = (env as unknown as { episode: { task: Task } }).episode.task;
-  const world = () => (env as unknown as { episode: { world: World } }).episode.world;
-  return { env, task, world, initial };
-}
-
-async function steps(env: BillingDispute, actions: Action[]): Promise<StepResult[]> {
-  const out: StepResult[] = [];
-  for (const [i, a] of actions.entries()) {
-    const r = await env.step(a);
-    out.push(r);
-    if ((r.terminated || r.truncated) && i < actions.length - 1) throw new Error(`episode ended early, at action ${i + 1} of ${actions.length}: ${r.observation.rendered}`);
-  }
-  return out;
-}
+import { ID, open, say, steps, tool } from "./test-support.js";
 
 const askDetails = say("Hello, please tell me the email address on the account and the last 4 digits of your card, and the date and amount of the charge.");
 const verifyWith = (task: Task, customerId = task.customerId): Action =>

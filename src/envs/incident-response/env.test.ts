@@ -1,41 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { Action, StepResult, ToolResult } from "../../core/contract.js";
+import type { Action } from "../../core/contract.js";
 import { canonicalJson, fingerprint } from "../../core/json.js";
 import { runPolicy } from "../../core/run-policy.js";
-import type { VerifierResult } from "../../rewards/verifier.js";
 import { BUILTIN_ENVIRONMENTS } from "../index.js";
 import { IncidentResponse } from "./env.js";
-import { DIFFICULTIES, FAMILIES, VARIANTS, type Family, type Task, type Variant } from "./tasks.js";
-import type { World } from "./world.js";
-
-const ID = (d: string, n: number) => `incident-response/${d}/seed-${n}`;
-
-/** A reset environment with a forced scenario, its task and world. */
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new IncidentResponse({ scenario: { family, variant } });
-  await env.reset(id, seed);
-  const task = (env as unknown as { episode: { task: Task } }).episode.task;
-  const world = () => (env as unknown as { episode: { world: World } }).episode.world;
-  return { env, task, world };
-}
-
-/** Take every action; the episode may end only on the last one. */
-async function steps(env: IncidentResponse, actions: Action[]): Promise<StepResult[]> {
-  const out: StepResult[] = [];
-  for (const [i, a] of actions.entries()) {
-    const r = await env.step(a);
-    out.push(r);
-    if ((r.terminated || r.truncated) && i < actions.length - 1) throw new Error(`episode ended early, at action ${i + 1}: ${r.observation.rendered}`);
-  }
-  return out;
-}
-
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const sh = (command: string) => tool("terminal", { command });
-const block = (address: string) => tool("firewall", { action: "block", address, comment: null });
-const account = (action: string, username: string | null) => tool("accounts", { action, username });
-const resultOf = (r: StepResult) => r.info.tool_result as ToolResult;
-const verdictOf = (r: StepResult) => r.info.verdict as VerifierResult;
+import { DIFFICULTIES, FAMILIES, VARIANTS, type Task } from "./tasks.js";
+import { ID, account, block, open, resultOf, sh, steps, tool, verdictOf } from "./test-support.js";
 
 /** The containment and report the runbook asks for, as actions. */
 function solution(task: Task): Action[] {

@@ -4,43 +4,20 @@
  * the reference solver does, since the goals never read its run.
  */
 import { describe, expect, it } from "vitest";
-import type { Action, StepResult } from "../../core/contract.js";
+import type { Action } from "../../core/contract.js";
 import type { Policy } from "../../core/policy.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { IncidentResponse } from "./env.js";
 import { GOAL_IDS } from "./goals.js";
 import { formatCidr, parseIPv4 } from "./net.js";
-import { DIFFICULTIES, FAMILIES, VARIANTS, type Family, type Task, type Variant } from "./tasks.js";
-import type { World } from "./world.js";
+import { DIFFICULTIES, FAMILIES, VARIANTS, type Task } from "./tasks.js";
+import { ID, account, block, open, play, tool, unblock } from "./test-support.js";
 
-const ID = (d: string, n: number) => `incident-response/${d}/seed-${n}`;
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const block = (address: string) => tool("firewall", { action: "block", address, comment: null });
-const unblock = (address: string) => tool("firewall", { action: "unblock", address, comment: null });
-const account = (action: string, username: string) => tool("accounts", { action, username });
 const report = (task: Task, over: Record<string, unknown> = {}) => {
   const e = task.expected;
   return tool("file_incident_report", { addresses: e.blocks, accounts: e.accounts, hosts: e.hosts, technique: e.technique, summary: "contained", ...over });
 };
 const lockAll = (task: Task) => task.expected.accounts.flatMap((u) => [account("lock", u), account("force_reset", u)]);
-
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new IncidentResponse({ scenario: { family, variant } });
-  await env.reset(id, seed);
-  const task = (env as unknown as { episode: { task: Task } }).episode.task;
-  const world = () => (env as unknown as { episode: { world: World } }).episode.world;
-  return { env, task, world };
-}
-
-async function play(env: IncidentResponse, actions: Action[]): Promise<StepResult[]> {
-  const out: StepResult[] = [];
-  for (const a of actions) {
-    const r = await env.step(a);
-    out.push(r);
-    if (r.terminated || r.truncated) break;
-  }
-  return out;
-}
 
 const unmet = (env: IncidentResponse) => env.goals().filter((g) => !g.met).map((g) => g.id);
 

@@ -5,46 +5,20 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Action, StepResult, ToolResult } from "../../core/contract.js";
-import type { VerifierResult } from "../../rewards/verifier.js";
 import { IncidentResponse, renderRunbook } from "./env.js";
 import { formatCidr, parseCidr, parseIPv4, covers, isPrivate } from "./net.js";
-import type { Family, Task, Variant } from "./tasks.js";
+import type { Task } from "./tasks.js";
 import { PENALTIES } from "./tools.js";
 import { outcomeVerifier } from "./verifier.js";
 import { VIOLATION_RULES, type World } from "./world.js";
+import { ID, account, block, open, play, sh, tool, unblock, verdictOf } from "./test-support.js";
 
-const ID = (d: string, n: number) => `incident-response/${d}/seed-${n}`;
-
-async function open(family: Family, variant: Variant = "none", id = ID("medium", 11), seed = 3) {
-  const env = new IncidentResponse({ scenario: { family, variant } });
-  const first = await env.reset(id, seed);
-  const task = (env as unknown as { episode: { task: Task } }).episode.task;
-  const world = () => (env as unknown as { episode: { world: World } }).episode.world;
-  return { env, task, world, first };
-}
-
-const tool = (name: string, args: Record<string, unknown>): Action => ({ type: "tool_call", tool: name, args });
-const sh = (command: string) => tool("terminal", { command });
-const block = (address: string) => tool("firewall", { action: "block", address, comment: null });
-const unblock = (address: string) => tool("firewall", { action: "unblock", address, comment: null });
-const account = (action: string, username: string) => tool("accounts", { action, username });
-const verdictOf = (r: StepResult) => r.info.verdict as VerifierResult;
 const report = (task: Task) => {
   const e = task.expected;
   return tool("file_incident_report", { addresses: e.blocks, accounts: e.accounts, hosts: e.hosts, technique: e.technique, summary: "contained" });
 };
 /** The account half of the runbook's containment and the report: everything but the firewall. */
 const rest = (task: Task): Action[] => [...task.expected.accounts.flatMap((u) => [account("lock", u), account("force_reset", u)]), report(task)];
-
-async function play(env: IncidentResponse, actions: Action[]): Promise<StepResult[]> {
-  const out: StepResult[] = [];
-  for (const a of actions) {
-    const r = await env.step(a);
-    out.push(r);
-    if (r.terminated || r.truncated) break;
-  }
-  return out;
-}
 
 /** The range of `bits` holding `address`. */
 const rangeOf = (address: string, bits: number) => {
