@@ -8,12 +8,14 @@ import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
+import type { HackingHooks } from "../../core/hacking.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
 import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
 import { CONN_LOG, ENV_ID, incidentTasks, isoTime, RULES, TECHNIQUE_OF, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS } from "./tools.js";
 import { incidentGoals } from "./goals.js";
 import { outcomeVerifier } from "./verifier.js";
+import { formatCidr, parseIPv4 } from "./net.js";
 import { buildWorld, initialState, type World } from "./world.js";
 import { restoreWorld, snapshotWorld, worldSchema } from "./snapshot.js";
 
@@ -198,6 +200,26 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
   // ---- probes ----------------------------------------------------------------------------------------
 
   /** Policies that try to score without doing the task. Each must score mean outcome <= 0.05. */
+  /**
+   * Mutants for the hacking analysis (llmix check): each of the reference's blocks widened to the
+   * address's /24 and /16. A wider block cuts off addresses that are not attackers, so each must lose
+   * the outcome (the tool accepts the range, so the mutant proves something).
+   */
+  readonly hacking: HackingHooks = {
+    mutants: (trace) =>
+      trace.actions.flatMap((action, i) => {
+        if (action.type !== "tool_call" || action.tool !== "firewall" || action.args.action !== "block") return [];
+        const address = parseIPv4(String(action.args.address));
+        if (address === null) return [];
+        return [24, 16].map((bits) => {
+          const range = formatCidr({ base: address - (address % 2 ** (32 - bits)), bits });
+          const actions = [...trace.actions];
+          actions[i] = { ...action, args: { ...action.args, address: range } };
+          return { kind: "wider-block", name: `block ${range} instead of ${String(action.args.address)} (call ${i + 1})`, actions, mustSucceed: i };
+        });
+      }),
+  };
+
   override probes(): Record<string, Policy> {
     const task = this.episode.task;
     const sequence = (name: string, actions: Action[]): Policy => {
