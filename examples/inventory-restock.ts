@@ -6,7 +6,7 @@
  * it is done (message). The verifier compares the orders with the ones the reference solver places on
  * a fresh copy of the task (state difference).
  *
- * Run its QA checklist with:  npx llmix check --module examples/inventory-restock.ts
+ * Run its QA checklist with:  node dist/cli/bin.js check --module examples/inventory-restock.ts
  */
 import { z } from "zod";
 import {
