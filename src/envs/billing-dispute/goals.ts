@@ -113,21 +113,16 @@ export function billingGoals(task: Task): GoalCondition<World>[] {
   }
 
   // ---- the remedy -------------------------------------------------------------------------------------
-  if (e.kind === "refund") {
+  if (e.kind === "refund" || e.kind === "credit") {
+    const table = e.kind === "refund" ? "refunds" : "credits";
     goals.push({
       id: "remedy_applied",
-      description: `a refund of ${amount} in total on charge ${e.charge_id} of ${cid} (issue_refund)`,
+      description:
+        e.kind === "refund"
+          ? `a refund of ${amount} in total on charge ${e.charge_id} of ${cid} (issue_refund)`
+          : `an account credit of ${amount} in total for charge ${e.charge_id} of ${cid} (apply_credit with the charge id), not a refund`,
       holds: (w) => {
-        const rows = newLedgerRows(task, w).refunds.filter((r) => r.customer_id === cid && r.charge_id === e.charge_id);
-        return rows.length > 0 && sum(rows) === e.amount_cents;
-      },
-    });
-  } else if (e.kind === "credit") {
-    goals.push({
-      id: "remedy_applied",
-      description: `an account credit of ${amount} in total for charge ${e.charge_id} of ${cid} (apply_credit with the charge id), not a refund`,
-      holds: (w) => {
-        const rows = newLedgerRows(task, w).credits.filter((c) => c.customer_id === cid && c.charge_id === e.charge_id);
+        const rows = newLedgerRows(task, w)[table].filter((r) => r.customer_id === cid && r.charge_id === e.charge_id);
         return rows.length > 0 && sum(rows) === e.amount_cents;
       },
     });
