@@ -77,7 +77,7 @@ export interface ComponentBounds {
    * reward, and undo — the reward would be an oracle for the hidden labels.
    */
   hiddenLabel?: boolean;
-  /** With `hiddenLabel`: pay on the step anyway (an explicit opt-in; `llmix check` reports it). */
+  /** With `hiddenLabel`: pay on the step anyway (an explicit opt-in; `llmix check`'s leakage check warns about it). */
   payOnStep?: boolean;
 }
 

@@ -56,6 +56,16 @@ describe("hacking analysis", () => {
     expect(result.evidence![0]!.actions.length).toBeGreaterThan(0);
   });
 
+  it("a leaky penalty declared hiddenLabel is held by the base and paid at the end: leakage passes; payOnStep brings the leak back, with a warning", async () => {
+    const held = named(await check(makeLedger("ledger-held", { leakyPenalty: true, penaltyDeclared: "hiddenLabel" })), "leakage");
+    expect(held.passed, held.summary).toBe(true);
+    expect(held.figures.branches).toBeGreaterThan(0);
+    expect(held.warning).toBeUndefined();
+    const opted = named(await check(makeLedger("ledger-pay-on-step", { leakyPenalty: true, penaltyDeclared: "payOnStep" })), "leakage");
+    expect(opted.passed).toBe(false);
+    expect(opted.warning).toMatch(/paid on the step \(payOnStep\): wrong_refund/);
+  });
+
   it("a crash or verifier error names its stack", async () => {
     const crash = named(await check("crash"), "tool-crash");
     expect(crash.summary).toMatch(/tool calls crashed/);

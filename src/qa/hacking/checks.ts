@@ -265,10 +265,14 @@ export const HACKING_CHECKS: Record<string, Check> = {
         }
       }
     }
-    const figures = { branches, indistinguishable_groups: groups, leaks: evidence.length };
+    // Hidden-label components an environment chose to pay on the step anyway: allowed, never silent.
+    const components = ctx.probeEnv.info.components ?? {};
+    const payOnStep = Object.keys(components).filter((name) => components[name]?.hiddenLabel && components[name]?.payOnStep);
+    const figures = { branches, indistinguishable_groups: groups, leaks: evidence.length, hidden_label_paid_on_step: payOnStep };
+    const warning = payOnStep.length > 0 ? { warning: `hidden-label components paid on the step (payOnStep): ${payOnStep.join(", ")}` } : {};
     return evidence.length > 0
-      ? { passed: false, summary: `${evidence.length} step rewards reveal hidden labels, e.g. ${evidence[0]?.note}`, figures, evidence }
-      : { passed: true, summary: `${branches} branches on values the agent had not seen yet: no step reward told them apart`, figures };
+      ? { passed: false, summary: `${evidence.length} step rewards reveal hidden labels, e.g. ${evidence[0]?.note}`, figures, evidence, ...warning }
+      : { passed: true, summary: `${branches} branches on values the agent had not seen yet: no step reward told them apart`, figures, ...warning };
   },
   async memorization(ctx): Promise<Result> {
     // A lookup table: every (step, observation) -> action of the reference on train tasks.
