@@ -57,6 +57,21 @@ describe("HostPool", () => {
     expect(stats.last_rebuild).toMatchObject({ sessions: 2, rebuilt: 2, lost: 0 });
   });
 
+  it("a parked session survives its host's death: it is rebuilt from the pool's record, not from the parked snapshot that died with the host", async () => {
+    const p = newPool({ stepTimeoutMs: 1500, residentSessions: 1 });
+    await p.ready();
+    for (const sid of ["parked", "twin", "hostile"]) await open(p, sid);
+    for (let i = 0; i < 3; i++) for (const sid of ["parked", "twin"]) await p.step(sid, count);
+    // Idle past PARK_IDLE_MS (2 s), then another session's use parks the idle ones beyond the cap of 1.
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const expected = (await p.step("twin", count)).body;
+    await expect(p.step("hostile", { type: "tool_call", tool: "hang", args: {} })).rejects.toMatchObject({ code: "step_timeout" });
+    // Its fourth step answers what the twin's fourth did, and they go on level.
+    expect((await p.step("parked", count)).body).toBe(expected);
+    expect((await p.step("parked", count)).body).toBe((await p.step("twin", count)).body);
+    expect(p.snapshotStats().last_rebuild).toMatchObject({ rebuilt: 2, lost: 0 });
+  });
+
   it("answers the host held back when another session's step killed it are recomputed, identically, after the rebuild", async () => {
     // Steps posted in one turn reach the host together and their answers leave together, after the
     // batch: the innocent steps before the hang are done but unanswered when the host is stopped.
