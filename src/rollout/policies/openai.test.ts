@@ -245,13 +245,32 @@ describe("an episode of billing-dispute against an OpenAI-compatible server", ()
     // JSON that is not an object is invalid too.
     expect(array!.action).toMatchObject({ tool: "get_agent_profile", args: "[1, 2]" });
     expect(array!.result.rewardComponents.invalid_call).toBeLessThan(0);
-    // The history re-sends the call with parseable arguments, and the tool message carries the env's answer.
+    // The history re-sends the call with arguments vLLM can render; the tool message quotes what the model
+    // wrote, verbatim, then the environment's answer.
     expect(messagesOf(s, 1).slice(-2)).toEqual([
       { role: "assistant", content: null, tool_calls: [{ id: "call_bad", type: "function", function: { name: "lookup_customer", arguments: "{}" } }] },
-      { role: "tool", tool_call_id: "call_bad", content: bad!.result.observation.rendered },
+      { role: "tool", tool_call_id: "call_bad", content: `Your arguments were not a JSON object. You wrote, verbatim:\n{"query": "jane\n\n${bad!.result.observation.rendered}` },
     ]);
+    expect((messagesOf(s, 2).at(-1) as { content: string }).content).toContain("You wrote, verbatim:\n[1, 2]\n");
     expect(bad!.result.observation.rendered).toContain("Invalid action");
     expect(run.transitions[2]!.action).toEqual({ type: "message", content: "Sorry about that." });
+  });
+
+  it("verbatimArguments keeps a malformed call's raw arguments in the assistant message too", async () => {
+    const { server: s, run } = await episode([toolCall("lookup_customer", '{"query": "jane', "call_bad"), say("Sorry.")], { verbatimArguments: true }, 2);
+    const bad = run.transitions[0]!;
+    expect(messagesOf(s, 1).slice(-2)).toEqual([
+      { role: "assistant", content: null, tool_calls: [{ id: "call_bad", type: "function", function: { name: "lookup_customer", arguments: '{"query": "jane' } }] },
+      { role: "tool", tool_call_id: "call_bad", content: `Your arguments were not a JSON object. You wrote, verbatim:\n{"query": "jane\n\n${bad.result.observation.rendered}` },
+    ]);
+  });
+
+  it("well-formed arguments are re-sent as the model wrote them, with no note in the tool message", async () => {
+    const { server: s, run } = await episode([toolCall("lookup_customer", '{"query":  "jane"}', "call_ok"), say("Done.")], {}, 2);
+    expect(messagesOf(s, 1).slice(-2)).toEqual([
+      { role: "assistant", content: null, tool_calls: [{ id: "call_ok", type: "function", function: { name: "lookup_customer", arguments: '{"query":  "jane"}' } }] },
+      { role: "tool", tool_call_id: "call_ok", content: run.transitions[0]!.result.observation.rendered },
+    ]);
   });
 
   it("an unknown tool is passed through and answered with unknown_tool", async () => {

@@ -16,9 +16,13 @@
  * - Arguments that are not JSON, or JSON that is not an object, are sent to the environment as they are
  *   (`args` the raw value): it answers with an invalid-action observation and the `invalid_call`
  *   component, and the episode goes on. Empty arguments mean `{}` (what vLLM does for no-argument tools).
- *   The conversation re-sends such a call with arguments "{}", because vLLM `json.loads` the arguments of
- *   earlier assistant tool calls to render the chat template: a raw malformed string would turn every
- *   later request into a 400. The environment's answer in the tool message tells the model what failed.
+ *   The model must see what it actually wrote: the tool message answering such a call quotes its
+ *   arguments verbatim, then the environment's error. The assistant message in the history keeps the raw
+ *   arguments too when `verbatimArguments` is set (servers that pass arguments through as text: OpenAI,
+ *   llama.cpp); by default it carries "{}" there, because vLLM `json.loads` the arguments of earlier
+ *   assistant tool calls to render the chat template (`_postprocess_messages` in
+ *   vllm/entrypoints/chat_utils.py, unguarded), so a raw malformed string would turn every later request
+ *   into an error.
  * - An unknown tool name is passed through: the environment answers `unknown_tool`.
  * - A response with neither content nor tool calls is the message action `""`: saying nothing is a
  *   valid action, and the environment (not the policy) decides what it is worth.
@@ -77,6 +81,11 @@ export interface OpenAIPolicyConfig {
   returnTokenIds?: boolean;
   /** Mark function definitions `strict: true` (the schemas are strict-mode compatible). Default true. */
   strictTools?: boolean;
+  /**
+   * Keep a malformed tool call's raw arguments in the assistant message of the history (default false:
+   * "{}" there, which vLLM can render; the tool message quotes the raw arguments either way).
+   */
+  verbatimArguments?: boolean;
   /** More body fields (`top_k`, `chat_template_kwargs`, ...). The fields this policy sets take precedence. */
   extraBody?: Record<string, unknown>;
 }
@@ -91,6 +100,7 @@ export const OPENAI_POLICY_DEFAULTS = {
   logprobs: true,
   returnTokenIds: true,
   strictTools: true,
+  verbatimArguments: false,
 } as const;
 
 type Resolved = OpenAIPolicyConfig & Required<Pick<OpenAIPolicyConfig, keyof typeof OPENAI_POLICY_DEFAULTS>>;
@@ -111,10 +121,11 @@ export const OPENAI_POLICY_ENV = {
   retryMaxDelayMs: ["LLMIX_OPENAI_RETRY_MAX_DELAY_MS"],
   logprobs: ["LLMIX_OPENAI_LOGPROBS"],
   returnTokenIds: ["LLMIX_OPENAI_RETURN_TOKEN_IDS"],
+  verbatimArguments: ["LLMIX_OPENAI_VERBATIM_ARGUMENTS"],
 } as const satisfies Partial<Record<keyof OpenAIPolicyConfig, readonly string[]>>;
 
 const NUMBER_KEYS = ["temperature", "topP", "maxTokens", "seed", "timeoutMs", "maxRetries", "retryBaseDelayMs", "retryMaxDelayMs"] as const;
-const BOOLEAN_KEYS = ["logprobs", "returnTokenIds"] as const;
+const BOOLEAN_KEYS = ["logprobs", "returnTokenIds", "verbatimArguments"] as const;
 
 /** A config from CLI flags, falling back to environment variables (see OPENAI_POLICY_ENV); flags win. */
 export function openaiConfigFromEnv(flags: Partial<OpenAIPolicyConfig>, env: NodeJS.ProcessEnv = process.env): OpenAIPolicyConfig {
@@ -183,7 +194,7 @@ export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
 
   const messages: ChatCompletionMessageParam[] = [];
   // What the model did last: a tool call whose id the next tool message answers, or a message.
-  let pending: { kind: "tool"; id: string } | { kind: "message" } | null = null;
+  let pending: LastMove | null = null;
 
   async function complete(body: ChatCompletionCreateParamsNonStreaming): Promise<ChatCompletion> {
     for (let attempt = 0; ; attempt++) {
@@ -220,7 +231,8 @@ export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
         if (cfg.systemPrompt) next.push({ role: "system", content: cfg.systemPrompt });
         next.push({ role: "user", content: turn.observation.rendered });
       } else if (pending?.kind === "tool") {
-        next.push(...messages, { role: "tool", tool_call_id: pending.id, content: turn.observation.rendered });
+        const quoted = pending.malformed === undefined ? "" : malformedNote(pending.malformed);
+        next.push(...messages, { role: "tool", tool_call_id: pending.id, content: quoted + turn.observation.rendered });
       } else {
         next.push(...messages, { role: "user", content: turn.observation.rendered });
       }
@@ -243,7 +255,7 @@ export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
       if (cfg.returnTokenIds) body.return_token_ids = true;
 
       const completion = await complete(body);
-      const { action, assistant, last } = interpret(completion, turn.step);
+      const { action, assistant, last } = interpret(completion, turn.step, cfg.verbatimArguments);
       messages.length = 0;
       messages.push(...next, assistant);
       pending = last;
@@ -360,11 +372,30 @@ interface WireToolCall {
   function?: { name?: unknown; arguments?: unknown };
 }
 
+/** What the model did last: a tool call (with its malformed arguments, if they were) or a message. */
+type LastMove = { kind: "tool"; id: string; malformed?: string } | { kind: "message" };
+
+/** The start of the tool message answering a call whose arguments were malformed: what the model wrote. */
+function malformedNote(malformed: string): string {
+  return `Your arguments were not a JSON object. You wrote, verbatim:\n${malformed}\n\n`;
+}
+
+/** Malformed arguments as text, exactly as the server sent them (a non-string is shown as its JSON). */
+function rawText(raw: unknown): string {
+  if (typeof raw === "string") return raw;
+  try {
+    return JSON.stringify(raw) ?? String(raw);
+  } catch {
+    return String(raw);
+  }
+}
+
 /** The action a completion stands for, and the assistant message the conversation keeps for it. */
 function interpret(
   completion: ChatCompletion,
   step: number,
-): { action: Action | Record<string, unknown>; assistant: ChatCompletionAssistantMessageParam; last: { kind: "tool"; id: string } | { kind: "message" } } {
+  verbatimArguments: boolean,
+): { action: Action | Record<string, unknown>; assistant: ChatCompletionAssistantMessageParam; last: LastMove } {
   const message = completion.choices[0]!.message;
   const calls = (Array.isArray(message.tool_calls) ? (message.tool_calls as WireToolCall[]) : []).filter(
     (call) => call !== null && typeof call === "object" && typeof call.function === "object" && call.function !== null,
@@ -379,12 +410,14 @@ function interpret(
   const tool = typeof first.function?.name === "string" ? first.function.name : "";
   const parsed = parseArguments(first.function?.arguments);
   const action = parsed.ok ? { type: "tool_call", tool, args: parsed.args, call_id: id } : { type: "tool_call", tool, args: parsed.raw, call_id: id };
+  const malformed = parsed.ok ? undefined : rawText(parsed.raw);
+  const historyArguments = parsed.ok ? parsed.text : verbatimArguments ? (malformed as string) : "{}";
   const assistant: ChatCompletionAssistantMessageParam = {
     role: "assistant",
     content,
-    tool_calls: [{ id, type: "function", function: { name: tool, arguments: parsed.ok ? parsed.text : "{}" } }],
+    tool_calls: [{ id, type: "function", function: { name: tool, arguments: historyArguments } }],
   };
-  return { action, assistant, last: { kind: "tool", id } };
+  return { action, assistant, last: malformed === undefined ? { kind: "tool", id } : { kind: "tool", id, malformed } };
 }
 
 /** Token ids, logprobs and model name as the server returned them; malformed lists are left out. */
