@@ -5,8 +5,8 @@ const CHAOS = "test/chaos.e2e.test.ts";
 
 export default defineConfig({
   resolve: {
-    // Examples import "llmix" as a user would; in tests that is the source tree.
-    alias: { llmix: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    // Examples import "llmix-rl" (the package name) as a user would; in tests that is the source tree.
+    alias: { "llmix-rl": fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
   },
   test: {
     testTimeout: 60_000,

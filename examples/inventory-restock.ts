@@ -26,7 +26,7 @@ import {
   type TaskId,
   type Rng,
   type VerifierResult,
-} from "llmix";
+} from "llmix-rl";
 
 // ---- Task: generated from the task id alone --------------------------------------------------
 interface Item {

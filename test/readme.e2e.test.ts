@@ -1,0 +1,79 @@
+/**
+ * End-to-end: README.md's own commands, run as a newcomer runs them. The first code block holds two
+ * commands: `npm install && <main job>` and the test command. `npm test` (which runs this file) has
+ * installed and built already, so the main job runs verbatim after its `npm install &&`. And the
+ * package-name rule (issue 14): the registry's `llmix` is another project, so no doc runs our command
+ * through `npx llmix`, and code samples import the package by its own name.
+ */
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const readme = readFileSync(join(root, "README.md"), "utf8");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { name: string; bin: Record<string, string>; scripts: Record<string, string> };
+
+/** The commands of README's first ```sh block, without their trailing comments. */
+function readmeCommands(): string[] {
+  const block = /```sh\n([\s\S]*?)```/.exec(readme);
+  if (!block) throw new Error("README.md has no ```sh block");
+  return (block[1] as string).split("\n").map((line) => line.replace(/\s+#.*$/, "").trim()).filter((line) => line !== "");
+}
+
+/** Every Markdown file a user reads: README, docs/, the Python client's README. */
+function userDocs(): string[] {
+  const out = [join(root, "README.md"), join(root, "clients/python/README.md")];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith(".md")) out.push(path);
+    }
+  };
+  walk(join(root, "docs"));
+  return out;
+}
+
+describe("README.md", () => {
+  it("starts with two commands: install and run the main job, then the tests", () => {
+    const commands = readmeCommands();
+    expect(commands).toHaveLength(2);
+    expect(commands[0]).toMatch(/^npm install && node dist\/cli\/bin\.js /);
+    expect(commands[1]).toBe("npm test");
+    expect(pkg.scripts.test).toMatch(/vitest run/);
+  });
+
+  it("its main job runs and passes, verbatim (after the install that npm test has done)", () => {
+    const main = (readmeCommands()[0] as string).replace(/^npm install && /, "");
+    const run = spawnSync("sh", ["-c", main], { cwd: root, encoding: "utf8", timeout: 280_000 });
+    if (run.error) throw run.error;
+    expect(run.status, `${run.stdout.slice(-3000)}\n${run.stderr.slice(-2000)}`).toBe(0);
+    // check --all prints one summary line per environment.
+    const summaries = run.stdout.match(/all \d+ checks passed/g) ?? [];
+    expect(summaries.length).toBeGreaterThanOrEqual(4);
+  }, 300_000);
+});
+
+describe("the package name", () => {
+  it("is one we own (llmix-rl), and the command it installs is still llmix", () => {
+    expect(pkg.name).toBe("llmix-rl");
+    expect(Object.keys(pkg.bin)).toEqual(["llmix"]);
+  });
+
+  it("no doc runs the command through npx llmix, which resolves the registry's unrelated package", () => {
+    for (const file of userDocs()) {
+      readFileSync(file, "utf8").split("\n").forEach((line, i) => {
+        if (/npx llmix\b/.test(line)) expect(line, `${file}:${i + 1}`).toMatch(/\bnever\b/);
+      });
+    }
+  });
+
+  it("code samples and examples import the package by its name", () => {
+    const files = [...userDocs(), ...readdirSync(join(root, "examples")).map((f) => join(root, "examples", f))];
+    for (const file of files) {
+      for (const m of readFileSync(file, "utf8").matchAll(/from ["'](llmix[^"']*)["']/g)) expect(m[1], file).toBe(pkg.name);
+    }
+  });
+});
