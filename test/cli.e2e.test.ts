@@ -2,7 +2,7 @@
  * End-to-end: the `llmix` command run the way a user runs it (the built dist/cli/bin.js, as `npm test`
  * builds it first), on the docs example and on deliberately broken environments.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -105,6 +105,21 @@ describe("llmix CLI", () => {
     expect(stdout).toMatch(/unknown tool "bogus_tool"; valid tools: list_stock, order_stock/);
     expect(stdout).toContain("invalid_call=-0.1");
     expect(stdout).toContain("episode terminated (final_answer) · outcome 0 not passed");
+  });
+
+  it.each([
+    ["tasks", ["tasks", "billing-dispute", "-n", "5000"]],
+    ["reset", ["reset", "billing-dispute", "--task", "billing-dispute/medium/seed-1", "--seed", "1"]],
+  ])("a reader that stops early (%s | head -1) ends it quietly: exit 0, no stack trace", async (_name, args) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d));
+    // Like `head -c 0`: the reader is gone before the command writes (after the first line, the same
+    // happens to `head -1` whenever the command writes more than one chunk).
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
   });
 
   it.each([
