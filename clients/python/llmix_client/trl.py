@@ -1,12 +1,26 @@
 """TRL adapter: an ``environment_factory`` class for ``trl.GRPOTrainer``.
 
-TRL's contract (``GRPOTrainer(environment_factory=...)``): the trainer instantiates the class with no
-arguments, one instance per rollout slot (instances are reused across rollouts); before each rollout it
-calls ``reset(**row)`` with the dataset row's columns and appends the returned string to the prompt's
-last message (``None``: nothing appended); every public method other than ``reset`` becomes a tool the
-model can call, its JSON schema built from the method's type hints and Google-style docstring; an
-exception raised by a tool is fed back to the model as the tool's response; reward functions receive
-the instances as ``environments``.
+Read from TRL's source (``trl/trainer/grpo_trainer.py``, ``GRPOTrainer.__init__``,
+``_generate_and_score_completions`` and ``_calculate_rewards``) at huggingface/trl ``f2cd577`` (main after
+v1.9.0, 2026-07-24), ``v1.8.0`` (``95809b9``) and ``v1.7.1`` (``f279c23``). ``environment_factory`` first
+shipped in v0.29.0; the environment-owned reward came with ``cfef01a`` ("Environment-owned reward",
+#6238), first released in v1.8.0. The two contracts:
+
+- TRL 0.29 .. 1.7: the trainer instantiates the class with no arguments, one instance per rollout slot,
+  and lists every public bound method (``inspect.getmembers(instance, inspect.ismethod)``) except
+  ``reset`` as a tool. Rewards come only from ``reward_funcs`` (required), which receive the instances
+  as ``environments``.
+- TRL >= 1.8: same, except that a method named ``get_reward`` is reserved: it is not a tool, and when the
+  class has one the trainer appends a reward function calling ``env.get_reward()`` (no arguments,
+  returning a float) for every rollout whose environment is exactly that class, with weight 1 (not
+  covered by ``GRPOConfig.reward_weights``), logged as ``rewards/<ClassName>/mean``. ``reward_funcs``
+  becomes optional; any that are given are added to it, so a reward function returning the same outcome
+  counts it twice.
+
+In both, before each rollout the trainer calls ``reset(**row)`` with the dataset row's columns and appends
+the returned string to the prompt's last message (``None``: nothing appended); a tool's JSON schema is
+built from the method's type hints and Google-style docstring; an exception raised by a tool is fed back
+to the model as the tool's response; instances are reused across rollouts.
 
 ``environment_factory(client, env_id, ...)`` reads the environment's tools from the service
 (``GET /v1/envs/:env``) and builds such a class:
@@ -27,19 +41,27 @@ the instances as ``environments``.
 - ``send_message(content)``: the ``message`` action (talk to the simulated user, or give a final
   answer). TRL ends a rollout when the model answers without a tool call, and that final text never
   reaches the environment, so the conversation with the user has to go through this tool.
-- ``get_reward()``: the episode's outcome, the final step's ``task`` reward component (0..1); 0.0 while
-  the episode has not ended (a rollout cut off by ``max_completion_length`` or by the end of the
-  model's turn scores 0.0). The same value is the ``reward`` attribute.
+- the outcome: the final step's ``task`` reward component (0..1), 0.0 while the episode has not ended (a
+  rollout cut off by ``max_completion_length`` or by the end of the model's turn scores 0.0). It is the
+  ``reward`` attribute in every class, and where the outcome goes depends on ``owns_reward``:
 
-Both ``send_message`` and ``get_reward`` are public, so TRL also lists them as tools (as in TRL's own
-examples, where ``get_reward`` is public); calling ``get_reward`` does not advance the episode.
+  - ``owns_reward=True`` (TRL >= 1.8): the class has ``get_reward()``, so the trainer itself adds the
+    outcome as a reward (weight 1) and does not list ``get_reward`` as a tool. Pass no reward function
+    for the outcome; ``outcome_reward`` refuses such classes (``RewardConfigError``).
+  - ``owns_reward=False`` (TRL <= 1.7, or TRL >= 1.8 when the outcome should be weighted with
+    ``reward_weights``): the class has no ``get_reward`` (on TRL <= 1.7 it would be listed as a tool);
+    pass ``reward_funcs=outcome_reward``.
+  - ``owns_reward=None`` (default): ``env_owns_reward()``, i.e. True unless the installed TRL is older
+    than 1.8.
+
+  The class attribute ``owns_reward`` tells which was built.
 
 When a step ends the episode the session is closed at once (its slot on the service is freed) and the
 summary (outcome, total reward, verdict, ...) is the ``episode`` attribute; a later tool call raises
 ``ValueError`` ("the episode has ended"), which TRL shows the model. Public data attributes: ``reward``,
-``done``, ``episode``, ``session_id``, ``task_id``, ``seed``. A tool whose name collides with one of
-these names or with ``reset``/``get_reward``/``send_message``, or is not a Python identifier, makes the
-factory raise ``ValueError``.
+``done``, ``episode``, ``session_id``, ``task_id``, ``seed``. A tool whose name is one of
+``RESERVED_NAMES`` (``get_reward`` included, whatever ``owns_reward``: TRL >= 1.8 never exposes a tool
+by that name) or is not a Python identifier makes the factory raise ``ValueError``.
 """
 from __future__ import annotations
 
@@ -48,16 +70,60 @@ import keyword
 import random
 import re
 import threading
+from importlib import metadata
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .client import Client, LlmixError, NotFoundError, Session, StepResult, TaskPool
 
-__all__ = ["environment_factory", "python_type", "tool_method", "close_all", "RESERVED_NAMES"]
+__all__ = ["environment_factory", "outcome_reward", "env_owns_reward", "installed_trl_version", "RewardConfigError",
+           "python_type", "tool_method", "close_all", "RESERVED_NAMES", "ENV_REWARD_SINCE"]
 
 _SIMPLE = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict, "null": type(None)}
 
-#: Names an environment tool may not have (the class's own public members).
-RESERVED_NAMES = frozenset({"reset", "get_reward", "send_message", "reward", "done", "episode", "session_id", "task_id", "seed"})
+#: Names an environment tool may not have (the class's own public members, and TRL's reserved methods).
+RESERVED_NAMES = frozenset({"reset", "get_reward", "send_message", "reward", "done", "episode", "session_id", "task_id",
+                            "seed", "owns_reward"})
+
+#: The first TRL release whose GRPOTrainer takes an environment's ``get_reward`` as a reward (weight 1) and
+#: does not list it as a tool (huggingface/trl cfef01a, #6238, released in v1.8.0).
+ENV_REWARD_SINCE = (1, 8)
+
+
+class RewardConfigError(ValueError):
+    """The reward configuration would count the outcome twice (or not at all): raised by ``outcome_reward``
+    for an environment class whose ``get_reward`` the trainer already adds as a reward."""
+
+
+# ----- TRL versions -------------------------------------------------------------------------------------
+
+
+def installed_trl_version() -> Optional[str]:
+    """The version string of the installed ``trl`` distribution, or None when it is not installed (TRL is
+    not imported)."""
+    try:
+        return metadata.version("trl")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def env_owns_reward(trl_version: Optional[str] = None) -> bool:
+    """Whether a TRL version's GRPOTrainer takes an environment's ``get_reward()`` as a reward (TRL >= 1.8,
+    ``ENV_REWARD_SINCE``) rather than listing it as a tool (0.29 .. 1.7).
+
+    Args:
+        trl_version: a version string such as ``"1.7.1"`` or ``"1.10.0.dev0"``; None: the installed TRL's
+            (``installed_trl_version()``), and True when TRL is not installed (the current contract).
+
+    Raises:
+        ValueError: the version string does not start with ``MAJOR.MINOR``.
+    """
+    version = installed_trl_version() if trl_version is None else trl_version
+    if version is None:
+        return True
+    match = re.match(r"\s*v?(\d+)\.(\d+)", str(version))
+    if not match:
+        raise ValueError(f"not a TRL version: {version!r} (expected MAJOR.MINOR[.PATCH...])")
+    return (int(match.group(1)), int(match.group(2))) >= ENV_REWARD_SINCE
 
 
 # ----- JSON Schema -> Python ----------------------------------------------------------------------------
@@ -224,8 +290,11 @@ def tool_method(tool: Mapping[str, Any]) -> Any:
 
 
 class _LlmixToolEnv:
-    """Base of the classes ``environment_factory`` builds (see the module docstring)."""
+    """Base of the classes ``environment_factory`` builds (see the module docstring). Without ``get_reward``:
+    the class of ``owns_reward=False``, whose outcome ``outcome_reward`` reads."""
 
+    #: Whether the class has ``get_reward``, which TRL >= 1.8 adds as a reward of its own.
+    owns_reward: bool = False
     _client: Client
     _env_id: str
     _default_seed: int = 0
@@ -274,14 +343,6 @@ class _LlmixToolEnv:
             return None
         return text
 
-    def get_reward(self) -> float:
-        """The outcome of the episode so far.
-
-        Returns:
-            The final step's task reward component (0.0 to 1.0), or 0.0 while the episode has not ended.
-        """
-        return float(self.reward) if self.done else 0.0
-
     def send_message(self, content: str) -> str:
         """Send a message to the user you are talking to (they see only your messages, never tool output), or give your final answer.
 
@@ -322,6 +383,55 @@ class _LlmixToolEnv:
             return None
 
 
+class _LlmixRewardEnv(_LlmixToolEnv):
+    """The class of ``owns_reward=True``: ``get_reward`` is TRL's environment-owned reward hook (TRL >= 1.8)."""
+
+    owns_reward = True
+
+    def get_reward(self) -> float:
+        """The outcome of the episode so far.
+
+        Returns:
+            The final step's task reward component (0.0 to 1.0), or 0.0 while the episode has not ended.
+        """
+        return float(self.reward) if self.done else 0.0
+
+
+def outcome_reward(environments: Optional[Sequence[Any]] = None, **kwargs: Any) -> List[Optional[float]]:
+    """A GRPOTrainer reward function: each rollout's outcome, read from its environment instance.
+
+    For classes built with ``owns_reward=False``: ``GRPOTrainer(reward_funcs=outcome_reward, ...)`` (TRL <=
+    1.7 needs it; on TRL >= 1.8 it lets ``GRPOConfig.reward_weights`` weight the outcome). The outcome is the
+    final step's ``task`` component (0..1), 0.0 for a rollout whose episode has not ended. An instance that
+    is not an LLMix environment (another environment of a multi-environment run) gets None, which TRL
+    ignores for that rollout.
+
+    Args:
+        environments: the instances, one per completion (GRPOTrainer passes them when
+            ``environment_factory`` is set); other keyword arguments are ignored.
+
+    Raises:
+        TypeError: ``environments`` is missing (no ``environment_factory``).
+        RewardConfigError: an instance's class owns its reward (``owns_reward=True``): TRL >= 1.8 already
+            adds its ``get_reward``, so this function would count the outcome twice.
+    """
+    if environments is None:
+        raise TypeError("outcome_reward needs the environments keyword argument: use it with GRPOTrainer(environment_factory=...)")
+    rewards: List[Optional[float]] = []
+    for env in environments:
+        if not isinstance(env, _LlmixToolEnv):
+            rewards.append(None)
+            continue
+        if type(env).owns_reward:
+            raise RewardConfigError(
+                f"{type(env).__name__} owns its reward: TRL >= 1.8 already adds its get_reward() as a reward (weight 1), "
+                "so outcome_reward would count the outcome twice. Either drop outcome_reward from reward_funcs, or build "
+                "the class with environment_factory(..., owns_reward=False) (required on TRL <= 1.7)."
+            )
+        rewards.append(float(env.reward) if env.done else 0.0)
+    return rewards
+
+
 def _prompt_ends_with(prompt: Any, text: str) -> bool:
     if not text:
         return False
@@ -352,7 +462,8 @@ class _TaskSampler:
 def environment_factory(client: Client, env_id: str, task_ids: Optional[Sequence[str]] = None,
                         difficulty: Optional[str] = None, split: Optional[str] = None, seed: int = 0,
                         record: bool = False, policy_checkpoint: Optional[str] = None, task_pool_size: int = 64,
-                        dedupe_prompt: bool = True, class_name: Optional[str] = None) -> type:
+                        dedupe_prompt: bool = True, class_name: Optional[str] = None,
+                        owns_reward: Optional[bool] = None) -> type:
     """Build the class to pass as ``GRPOTrainer(environment_factory=...)`` for one environment.
 
     Args:
@@ -366,11 +477,24 @@ def environment_factory(client: Client, env_id: str, task_ids: Optional[Sequence
         task_pool_size: size of the sampled pool.
         dedupe_prompt: return None from ``reset`` when the row's prompt already ends with the first
             observation (the ``trl-grpo`` export's rows), so it is not appended twice.
-        class_name: the class's name (default from the env id, e.g. ``BillingDisputeEnv``).
+        class_name: the class's name (default from the env id, e.g. ``BillingDisputeEnv``). TRL >= 1.8
+            logs the environment-owned reward under it (``rewards/BillingDisputeEnv/mean``).
+        owns_reward: True: the class has ``get_reward()``, which TRL >= 1.8 adds as a reward (weight 1);
+            pass no reward function for the outcome. False: no ``get_reward`` (TRL <= 1.7 would list it as
+            a tool); pass ``reward_funcs=outcome_reward``. None: ``env_owns_reward()`` (True unless the
+            installed TRL is older than 1.8).
 
     Returns:
         A class whose instances TRL drives (see the module docstring).
+
+    Raises:
+        ValueError: a tool name is not a public Python identifier or collides with a member of the class;
+            the installed TRL's version cannot be read (only when ``owns_reward`` is None).
+        TypeError: ``owns_reward`` is not None or a bool.
     """
+    if owns_reward is not None and not isinstance(owns_reward, bool):
+        raise TypeError(f"owns_reward must be None, True or False, not {owns_reward!r}")
+    owns = env_owns_reward() if owns_reward is None else owns_reward
     spec = client.env(env_id)
     tools = list(spec.get("tools") or [])
     namespace: Dict[str, Any] = {
@@ -396,7 +520,7 @@ def environment_factory(client: Client, env_id: str, task_ids: Optional[Sequence
     name = class_name or "".join(part.capitalize() for part in re.split(r"[^0-9A-Za-z]+", env_id) if part) + "Env"
     if not name.isidentifier():
         name = f"Env{name}"
-    cls = type(name, (_LlmixToolEnv,), namespace)
+    cls = type(name, (_LlmixRewardEnv if owns else _LlmixToolEnv,), namespace)
     cls.__doc__ = f"{spec.get('description') or env_id} (LLMix environment {env_id} {spec.get('version', '')}, served by {client.base_url})."
     cls.__module__ = __name__
     return cls

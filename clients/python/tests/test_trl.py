@@ -1,6 +1,7 @@
 """The TRL ``environment_factory`` adapter against a real ``llmix serve`` (trl is not installed: the
 tests drive the class the way GRPOTrainer does: no-argument construction, ``reset(**row)``, public
-methods as tools, ``get_reward()`` in the reward function)."""
+methods as tools, ``get_reward()`` as the environment's reward). ``test_trl_contract.py`` has stand-ins
+of both trainer contracts (TRL <= 1.7 and >= 1.8) for the reward wiring."""
 from __future__ import annotations
 
 import inspect
@@ -23,9 +24,10 @@ ARG_SPLIT_RE = re.compile(r"(?:^|\n)\s*(\w+):\s*(.*?)\s*(?=\n\s*\w+:|\Z)", re.DO
 
 
 def trl_tools(instance: Any) -> Dict[str, Any]:
-    """What GRPOTrainer exposes as tools: every public bound method except ``reset``."""
+    """What GRPOTrainer (TRL >= 1.8, ``GRPOTrainer._generate_and_score_completions`` at huggingface/trl
+    f2cd577) exposes as tools: every public bound method except ``reset`` and ``get_reward``."""
     return {name: member for name, member in inspect.getmembers(instance, predicate=inspect.ismethod)
-            if name != "reset" and not name.startswith("_")}
+            if name not in ("reset", "get_reward") and not name.startswith("_")}
 
 
 def documented_args(method: Any) -> Dict[str, str]:
@@ -94,7 +96,7 @@ class TrlFactoryTest(ServerTestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.Env = environment_factory(cls.client, ENV, task_ids=[REFERENCE_TASK], seed=4)
+        cls.Env = environment_factory(cls.client, ENV, task_ids=[REFERENCE_TASK], seed=4, owns_reward=True)
         cls.spec = cls.client.env(ENV)
 
     def row(self, **extra: Any) -> Dict[str, Any]:
@@ -109,7 +111,8 @@ class TrlFactoryTest(ServerTestCase):
         env = self.Env()  # TRL constructs with no arguments
         tools = trl_tools(env)
         names = {t["name"] for t in self.spec["tools"]}
-        self.assertEqual(set(tools), names | {"get_reward", "send_message"})
+        self.assertEqual(set(tools), names | {"send_message"})  # get_reward is the reward hook, not a tool
+        self.assertTrue(self.Env.owns_reward)
         for tool in self.spec["tools"]:
             method = tools[tool["name"]]
             self.assertEqual(method.__name__, tool["name"])
@@ -218,7 +221,7 @@ class TrlFactoryTest(ServerTestCase):
             def env(self, env_id: str) -> Dict[str, Any]:
                 return {"id": env_id, "version": "1.0.0", "tools": [{"name": n, "description": "", "parameters": {}} for n in self.names]}
 
-        for bad in ("reset", "get_reward", "reward", "_private", "not-an-identifier", "class"):
+        for bad in ("reset", "get_reward", "send_message", "owns_reward", "reward", "_private", "not-an-identifier", "class"):
             with self.assertRaises(ValueError, msg=bad):
                 environment_factory(FakeClient([bad]), "x")  # type: ignore[arg-type]
         cls = environment_factory(FakeClient(["ping"]), "my_env-2")  # type: ignore[arg-type]
