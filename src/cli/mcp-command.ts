@@ -1,6 +1,8 @@
 /**
  * `llmix mcp`: one episode served over MCP on stdio, for MCP clients that spawn their servers
- * (agent SDKs, desktop assistants). stdout carries MCP messages only; everything else goes to stderr.
+ * (agent SDKs, desktop assistants): the episode's tools, plus `send_message` where the environment takes
+ * messages, so a client can finish the episode. One process, one episode: another needs a restart.
+ * stdout carries MCP messages only; everything else goes to stderr.
  */
 import type { Command } from "commander";
 import { openStore } from "../store/sqlite-store.js";
@@ -20,7 +22,7 @@ interface McpFlags {
 export function registerMcpCommand(program: Command): void {
   program
     .command("mcp")
-    .description("serve one episode's tools over MCP on stdio until stdin closes")
+    .description("serve one episode over MCP on stdio until stdin closes: its tools, and send_message for messages to the user")
     .requiredOption("--env <id>", "environment id")
     .requiredOption("--task <id>", "task id, e.g. family/easy/seed-1")
     .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))

@@ -9,8 +9,9 @@
  *   reward components, truncates at `maxSteps`, and scores the outcome once the episode ends.
  *   `reward` is always the sum of `rewardComponents`; every declared component appears in every step.
  * - `step` before `reset` throws a LifecycleError. A step after the episode ended changes nothing and
- *   is answered with an error observation (`info.error.code` "episode_ended") and the `invalid_call`
- *   component, so a batched training loop never crashes; `strictLifecycle` makes it throw instead.
+ *   is answered with an error observation (`info.error.code` "episode_ended", the end and its outcome)
+ *   and the `invalid_call` component, so a batched training loop never crashes; `strictLifecycle` makes
+ *   it throw instead.
  * - `snapshot()` captures everything (world, RNG streams, clock, step, call log); `restore()` continues
  *   from it byte-for-byte, in this instance or any other.
  *
@@ -114,6 +115,23 @@ export interface EnvironmentInfo {
   /** Environment-specific components beyond the standard ones, e.g. `policy_violation`. */
   components?: Record<string, ComponentBounds>;
   processRewards?: Partial<ProcessRewardWeights>;
+  /**
+   * What a `{type: "message"}` action is in this environment, or null when nobody reads messages (a
+   * message only costs a step). Undeclared: unknown to clients (the base `onMessage` takes a message as
+   * the final answer). MCP clients get a `send_message` tool for a declared channel.
+   */
+  messages?: MessageChannel | null;
+}
+
+/** What a message action is in an environment (`EnvironmentInfo.messages`). */
+export interface MessageChannel {
+  /**
+   * `conversation`: a turn with a simulated user, whose reply is the next observation (the user may end
+   * the episode); `final_answer`: the agent's answer, which ends the episode.
+   */
+  kind: "conversation" | "final_answer";
+  /** Who reads the messages, in a few words: "the customer". Default "the user". */
+  recipient?: string;
 }
 
 /** Options every environment constructor accepts. */
@@ -233,6 +251,8 @@ interface RunningEpisode<Task, World> extends Episode<Task, World> {
   messages: string[];
   /** Hidden-label components earned and not yet paid. */
   deferred: Record<string, number>;
+  /** The outcome once the episode ended and was scored (kept in memory only; a restore scores again). */
+  outcome?: number;
 }
 
 /** Check a seed argument: integers in the unsigned 32-bit range keep every client (Python, JSON) exact. */
@@ -240,6 +260,12 @@ export function assertSeed(seed: unknown): asserts seed is number {
   if (typeof seed !== "number" || !Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
     throw new ValidationError("invalid_argument", `seed must be an integer in [0, 4294967295], got ${String(seed)}`);
   }
+}
+
+/** What a step after the end answers: how the episode ended, its outcome, and that nothing was applied. */
+export function episodeEndedMessage(status: string, endReason: string | null, outcome: number | null): string {
+  const scored = outcome === null ? "" : `; outcome ${outcome}`;
+  return `The episode has ended (${status}: ${endReason ?? "no reason"}${scored}); this action was not applied. Start a new episode to go on.`;
 }
 
 /** Reference replay results of every environment instance in this thread. */
@@ -478,6 +504,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       if (this.options.scoring !== false) {
         const verdict = await this.score(ep);
         components.task = verdict.score;
+        ep.outcome = verdict.score;
         info.verdict = verdict;
         if (verdict.details.verifier_error !== undefined) info.verifier_error = verdict.details.verifier_error;
       }
@@ -664,10 +691,16 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     return generated;
   }
 
-  /** A step after the end: nothing changes; the answer repeats the end state and says what to do. */
-  private afterEnd(ep: RunningEpisode<Task, World>): StepResult {
-    const message = `The episode already ${ep.status} (${ep.endReason ?? "no reason"}); this action was not applied. Call reset to start a new episode.`;
-    if (this.options.strictLifecycle) throw new LifecycleError("episode_ended", message, { status: ep.status });
+  /**
+   * A step after the end: nothing changes; the answer repeats how the episode ended and its outcome
+   * (`info.outcome`, null when scoring is off). The words name no API: each surface says what its
+   * client can do next (a reset, a new session, a restarted MCP server).
+   */
+  private async afterEnd(ep: RunningEpisode<Task, World>): Promise<StepResult> {
+    if (ep.outcome === undefined && this.options.scoring !== false) ep.outcome = (await this.score(ep)).score;
+    const outcome = ep.outcome ?? null;
+    const message = episodeEndedMessage(ep.status, ep.endReason, outcome);
+    if (this.options.strictLifecycle) throw new LifecycleError("episode_ended", message, { status: ep.status, end_reason: ep.endReason, outcome });
     const components = this.zeroComponents();
     components.invalid_call = this.processRewards.invalidCall;
     return {
@@ -676,7 +709,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       rewardComponents: components,
       terminated: ep.status === "terminated",
       truncated: ep.status === "truncated",
-      info: { error: { code: "episode_ended", message }, end_reason: ep.endReason },
+      info: { error: { code: "episode_ended", message }, end_reason: ep.endReason, outcome },
     };
   }
 

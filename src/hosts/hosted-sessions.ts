@@ -24,7 +24,7 @@ import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { emptyTally, episodeRecordOf, tallyStep, type EpisodeTally } from "../rollout/episode.js";
 import type { EpisodeRecord } from "../store/types.js";
-import type { AnyTool } from "../tools/define.js";
+import { mcpTools } from "../tools/mcp-tools.js";
 import { DEFAULT_RESIDENT_SESSIONS, PARK_IDLE_MS, type OpenedSession, type SessionRebuild, type SessionStart, type StepReply } from "./protocol.js";
 import type { SnapshotSigner } from "./signing.js";
 
@@ -219,10 +219,10 @@ export class HostedSessions {
     return { task_id: s.taskId, seed: s.seed, step: s.stepCount, ended: s.ended, checkpoint: await this.checkpoint(s) };
   }
 
-  /** The session's tools: the JSON-Schema specs and their MCP form. */
+  /** The session's tools: the JSON-Schema specs and their MCP form (with the message tool, src/tools/mcp-tools.ts). */
   async tools(sid: string): Promise<{ tools: ReturnType<AnyEnvironment["tools"]>; mcp: Array<Record<string, unknown>> }> {
     const env = await this.live(this.require(sid));
-    return { tools: env.tools(), mcp: env.toolDefinitions().map((t: AnyTool) => t.mcp() as unknown as Record<string, unknown>) };
+    return { tools: env.tools(), mcp: mcpTools(env.toolDefinitions(), env.info.messages) as unknown as Array<Record<string, unknown>> };
   }
 
   /** A checkpoint of the session as it stands (what `open` of a fork or `restore` keep as their base). */

@@ -4,8 +4,10 @@
  *
  * A tools/call is one step of the session, run through the SessionManager like any other step, so the
  * session's step count, reward, recording and one-operation-at-a-time rule are the same whichever
- * transport sent it. MCP has tool calls only: messages to the simulated user (and final answers) stay on
- * the step API (`POST /v1/sessions/:id/step` with `{"action":{"type":"message","content":...}}`).
+ * transport sent it. MCP has tool calls only: an environment that takes messages (to a simulated user,
+ * or a final answer) lists a `send_message` tool too, whose call is the message action
+ * (src/tools/mcp-tools.ts), so an MCP client can finish any episode. Tool schemas are the tools' own
+ * (`tool.mcp()`), the same bytes as every other surface's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -17,13 +19,27 @@ import { z } from "zod";
 import { toLlmixError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import type { TrajectoryStore } from "../store/types.js";
+import { callAction, callResult } from "./mcp-results.js";
 import { SessionManager, type Caller } from "./sessions.js";
 
 /** Options of `createMcpServer`. */
 export interface McpServerOptions {
   /** Replaces the default instructions sent to the client at initialization. */
   instructions?: string;
+  /** What a client does to play another episode, said once the episode has ended. Default: create a new session. */
+  nextEpisode?: string;
 }
+
+/** What the MCP client of an HTTP session does once its episode has ended. */
+const newSessionHint = (sessionId: string) =>
+  `This MCP endpoint serves session ${sessionId} only: to play another episode, create a new session (POST /v1/sessions) and connect to its /v1/sessions/{id}/mcp.`;
+
+/** What the client of `llmix mcp` does once its episode has ended. */
+const STDIO_NEXT_EPISODE = "This MCP server serves one episode: to play another, restart `llmix mcp` (with another --task or --seed).";
+
+/** How the instructions describe the message tool, whichever transport. */
+const MESSAGE_TOOL_NOTE =
+  "If the environment takes messages (to a simulated user, or a final answer), tools/list includes send_message: it sends the episode's message action, it is not a tool of the environment.";
 
 /** tools/call with its params unchecked: they are checked by `callParams`, which names what is wrong in one line. */
 const LooseCallToolRequest = z.object({ method: z.literal("tools/call"), params: z.unknown() });
@@ -42,6 +58,18 @@ function callParams(params: unknown): { name: string; args: Record<string, unkno
 /** An MCP server whose tools are the session's episode tools; each tools/call is a step of that session. */
 export function createMcpServer(manager: SessionManager, sessionId: string, caller: Caller, options: McpServerOptions = {}): Server {
   const info = manager.info(sessionId, caller);
+  const nextEpisode = options.nextEpisode ?? newSessionHint(sessionId);
+  // The session's MCP tools, fetched once per server (tools are fixed for an episode): for tools/list,
+  // and for tools/call of a name the message tool may have.
+  let listed: Promise<McpTool[]> | undefined;
+  const tools = () =>
+    (listed ??= manager.tools(sessionId, caller).then(
+      (t) => t.mcp as unknown as McpTool[],
+      (error: unknown) => {
+        listed = undefined; // a failure (a busy session) is not kept: the next request asks again
+        throw error;
+      },
+    ));
   const server = new Server(
     { name: `llmix-${info.env}`, version: info.env_version },
     {
@@ -52,7 +80,7 @@ export function createMcpServer(manager: SessionManager, sessionId: string, call
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     try {
       // The declared tools' own MCP form, made on the session's host: one derivation of the schema.
-      return { tools: (await manager.tools(sessionId, caller)).mcp.map(mcpTool) };
+      return { tools: await tools() };
     } catch (error) {
       throw toMcpError(error);
     }
@@ -64,22 +92,15 @@ export function createMcpServer(manager: SessionManager, sessionId: string, call
     let step;
     try {
       // Unknown tools and bad arguments are not refused here: the environment answers them (invalid_call),
-      // exactly as it would a step, so the reward an MCP caller sees is the one a trainer would see.
-      step = (await manager.step(sessionId, { type: "tool_call", tool: name, args }, caller)).value;
+      // exactly as it would a step, so the reward an MCP caller sees is the one a trainer would see. The
+      // message tool is the exception: it is no tool of the environment, so its arguments are checked here.
+      const action = await callAction(name, args, tools);
+      step = (await manager.step(sessionId, action, caller)).value;
     } catch (error) {
+      if (error instanceof McpError) throw error;
       throw toMcpError(error);
     }
-    return {
-      content: [{ type: "text", text: step.observation.rendered }],
-      isError: step.tool_result?.status !== "ok",
-      structuredContent: {
-        reward: step.reward,
-        reward_components: step.reward_components,
-        terminated: step.terminated,
-        truncated: step.truncated,
-        tool_result: step.tool_result,
-      },
-    };
+    return callResult(step, nextEpisode);
   }) as never);
   return server;
 }
@@ -163,13 +184,14 @@ export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
   const id = created.session_id;
   const instructions = [
     `LLMix episode of ${created.env}@${created.env_version}, task ${created.task_id}, seed ${created.seed}.`,
-    "Each tool call is one step of the episode; its structuredContent carries the step's reward, reward_components, terminated and truncated.",
-    "Over stdio there is no way to send a message to the user: MCP carries tool calls only.",
+    "Each tool call is one step of the episode; its structuredContent carries the step's reward, reward_components, terminated and truncated (and, once it has ended, end_reason and outcome).",
+    MESSAGE_TOOL_NOTE,
+    STDIO_NEXT_EPISODE,
     "",
     "The episode's first observation:",
     created.observation.rendered,
   ].join("\n");
-  const server = createMcpServer(manager, id, null, { instructions });
+  const server = createMcpServer(manager, id, null, { instructions, nextEpisode: STDIO_NEXT_EPISODE });
   const transport = new StdioServerTransport();
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));
@@ -194,17 +216,12 @@ export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
   }
 }
 
-/** A declared tool's MCP form, its input schema typed as the object schema it always is (a zod object). */
-function mcpTool(tool: Record<string, unknown>): McpTool {
-  const { inputSchema, ...rest } = tool as unknown as McpTool;
-  return { ...rest, inputSchema: { ...inputSchema, type: "object" } };
-}
-
 function defaultInstructions(sessionId: string, env: string, taskId: string, seed: number): string {
   return [
     `Tools of LLMix session ${sessionId} (${env}, task ${taskId}, seed ${seed}).`,
-    "Each tool call is one step of the session; its structuredContent carries the step's reward, reward_components, terminated and truncated.",
-    `Messages to the user and final answers are not tools: send them with POST /v1/sessions/${sessionId}/step {"action":{"type":"message","content":"..."}}.`,
+    "Each tool call is one step of the session; its structuredContent carries the step's reward, reward_components, terminated and truncated (and, once it has ended, end_reason and outcome).",
+    MESSAGE_TOOL_NOTE,
+    `The step API takes the same actions: POST /v1/sessions/${sessionId}/step {"action":{"type":"message","content":"..."}}.`,
   ].join("\n");
 }
 

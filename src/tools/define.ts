@@ -1,7 +1,8 @@
 /**
  * A tool is declared once (DESIGN §3): name, description, zod input schema, read/write effect,
- * permission, cost, latency and failure profile, handler. Validation, TS types, the OpenAI strict JSON
- * Schema, the MCP definition and the docs all come from this one declaration.
+ * permission, cost, latency and failure profile, handler. Validation, TS types, the JSON Schema (one
+ * schema, the same in `spec()`, `openai()` and `mcp()`: see schema.ts), the MCP annotations and the docs
+ * all come from this one declaration.
  */
 import { z } from "zod";
 import { ValidationError } from "../core/errors.js";
@@ -10,7 +11,7 @@ import type { JsonValue } from "../core/json.js";
 import type { Rng } from "../core/rng.js";
 import type { VirtualClock } from "../core/clock.js";
 import { FailureProfileSchema, LatencyModelSchema, type FailureProfile, type LatencyModel } from "./profile.js";
-import { plainJsonSchema, strictJsonSchema } from "./schema.js";
+import { toolJsonSchema } from "./schema.js";
 
 /** What a handler may touch: the episode's world and task, its clock and RNG, and the episode end. */
 export interface ToolContext<World = unknown, Task = unknown> {
@@ -57,6 +58,53 @@ export interface ToolDeclaration<S extends z.ZodObject, World = unknown, Task = 
    * tool shows it the same way; without it the environment's `renderToolResult` decides.
    */
   render?: (output: JsonValue) => string;
+  /** What a call does beyond its `effect`, for the MCP annotations (`toolAnnotations`). Default: nothing more. */
+  hints?: ToolHints;
+}
+
+/**
+ * What a call does beyond its read/write `effect`. `effect` is what the sandboxes allow during the call;
+ * these say what the call means to a client deciding whether to confirm it (MCP annotations).
+ */
+export interface ToolHints {
+  /** A call can end the episode (end_conversation, file a final report): the tool is never read-only. */
+  endsEpisode?: boolean;
+  /** Every change a call makes only adds (a row, a note): nothing already there is changed or removed. */
+  additive?: boolean;
+  /** Repeating a call with the same arguments changes nothing more than the first call did. */
+  idempotent?: boolean;
+}
+
+/** MCP tool annotations (the spec's behaviour hints). */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** The MCP form of a tool: what tools/list carries. */
+export interface McpToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations: ToolAnnotations;
+  _meta?: Record<string, unknown>;
+}
+
+/**
+ * The annotations of a tool: read-only only when it changes nothing (a read tool that cannot end the
+ * episode); destructive unless its changes are only additions; idempotent when read-only or declared so.
+ * Never open-world: no tool reaches outside its sandboxes (DESIGN §3).
+ */
+export function toolAnnotations(effect: "read" | "write", hints: ToolHints = {}): ToolAnnotations {
+  const readOnly = effect === "read" && hints.endsEpisode !== true;
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: !readOnly && hints.additive !== true,
+    idempotentHint: readOnly || hints.idempotent === true,
+    openWorldHint: false,
+  };
 }
 
 /** A declared tool with everything derived from its declaration. */
@@ -68,8 +116,8 @@ export interface Tool<S extends z.ZodObject = z.ZodObject, World = unknown, Task
   spec(): ToolSpec;
   /** OpenAI `tools[]` entry: `{type: "function", function: {name, description, parameters, strict}}`. */
   openai(): { type: "function"; function: { name: string; description: string; parameters: Record<string, unknown>; strict: true } };
-  /** MCP tool definition. */
-  mcp(): { name: string; description: string; inputSchema: Record<string, unknown>; annotations: Record<string, boolean> };
+  /** MCP tool definition: the same schema as `spec().parameters`, with annotations from `effect` and `hints`. */
+  mcp(): McpToolDefinition;
 }
 
 /** Any tool, whatever its schema: what environments hand to the runner. */
@@ -95,8 +143,13 @@ export function defineTool<S extends z.ZodObject, World = unknown, Task = unknow
   if (typeof declaration.cost === "number" && !(Number.isFinite(declaration.cost) && declaration.cost >= 0)) {
     throw new ValidationError("invalid_config", `tool "${declaration.name}": cost must be a finite number >= 0`);
   }
-  const parameters = strictJsonSchema(declaration.input);
-  const inputSchema = plainJsonSchema(declaration.input);
+  const hints = declaration.hints ?? {};
+  if (declaration.effect === "read" && hints.endsEpisode !== true && (hints.additive !== undefined || hints.idempotent !== undefined)) {
+    throw new ValidationError("invalid_config", `tool "${declaration.name}": additive and idempotent describe changes; a read tool that cannot end the episode changes nothing`);
+  }
+  // The one schema of the tool: every surface hands out this object (see schema.ts).
+  const parameters = toolJsonSchema(declaration.input);
+  const annotations = toolAnnotations(declaration.effect, hints);
   return {
     ...declaration,
     latency: latency.data,
@@ -106,16 +159,7 @@ export function defineTool<S extends z.ZodObject, World = unknown, Task = unknow
       type: "function",
       function: { name: declaration.name, description: declaration.description, parameters, strict: true },
     }),
-    mcp: () => ({
-      name: declaration.name,
-      description: declaration.description,
-      inputSchema,
-      annotations: {
-        readOnlyHint: declaration.effect === "read",
-        destructiveHint: declaration.effect === "write",
-        openWorldHint: false,
-      },
-    }),
+    mcp: () => ({ name: declaration.name, description: declaration.description, inputSchema: parameters, annotations: { ...annotations } }),
   };
 }
 

@@ -1,35 +1,56 @@
 /**
- * JSON Schemas derived from a tool's zod input: the OpenAI strict function-calling form and the plain
- * form MCP uses, plus a checker for OpenAI strict-mode rules used by `llmix check`.
+ * The JSON Schema of a tool's arguments. One function renders it (`toolJsonSchema`) and every surface
+ * carries its output unchanged: `tool.spec().parameters` (GET /v1/envs/:env, POST /v1/sessions, the CLI,
+ * the trajectory store and the exports that read it), `tool.openai()` and MCP's `inputSchema`.
+ *
+ * The schema is OpenAI strict mode's form: every property required (optional ones nullable, so a model
+ * can leave them out with null), `additionalProperties: false` on every object; it keeps the length
+ * limits (`minLength`, `maxLength`) too, so a client sees the bounds the tool enforces. Keys come in
+ * one canonical order (`type`, `properties`, `required`, `additionalProperties` first), so the same
+ * schema serializes to the same bytes whichever surface (and JSON library) carried it.
  */
 import { z } from "zod";
+import { ValidationError } from "../core/errors.js";
 
 type Schema = Record<string, unknown>;
 
-// Keywords OpenAI strict mode accepts. Others (minLength, default, ...) are dropped from the schema the
-// model sees; zod still enforces them when the call arrives, so nothing is lost but a hint.
-const STRICT_KEYWORDS = new Set([
+// Keywords the tool schema keeps: OpenAI strict mode's, plus the string length limits. Others (default,
+// examples, ...) are dropped from the schema a client sees; zod still enforces them when the call
+// arrives, so nothing is lost but a hint.
+const SCHEMA_KEYWORDS = new Set([
   "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
   "description", "title", "$defs", "$ref", "pattern", "format", "minimum", "maximum",
-  "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+  "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "minLength", "maxLength",
 ]);
 
-/** The plain JSON Schema (draft 2020-12) of a zod object: what MCP `inputSchema` carries. */
+/** Keys an object schema lists first, in this order; the rest follow in the order zod wrote them. */
+const LEADING_KEYS = ["type", "properties", "required", "additionalProperties"];
+
+/** The plain JSON Schema (draft 2020-12) of a zod type, as zod writes it: the input `toolJsonSchema` starts from. */
 export function plainJsonSchema(input: z.ZodType): Schema {
   const schema = z.toJSONSchema(input, { io: "input", unrepresentable: "throw" }) as Schema;
   delete schema.$schema;
   return schema;
 }
 
-/** The OpenAI strict-mode JSON Schema: every property required, optional ones nullable, no extra keys. */
-export function strictJsonSchema(input: z.ZodType): Schema {
-  return toStrict(plainJsonSchema(input));
+/**
+ * The JSON Schema of a tool's arguments, the one every surface shows (see the module comment): strict
+ * mode's form plus the length limits, keys in canonical order. Throws invalid_config unless the input is
+ * an object schema.
+ */
+export function toolJsonSchema(input: z.ZodType): Schema {
+  const schema = toStrict(plainJsonSchema(input));
+  if (schema.type !== "object") throw new ValidationError("invalid_config", `a tool's input must be a zod object schema, got JSON Schema type ${JSON.stringify(schema.type)}`);
+  return schema;
 }
+
+/** @deprecated The tool schema is `toolJsonSchema`; this name is kept for code written against 0.1. */
+export const strictJsonSchema = toolJsonSchema;
 
 function toStrict(node: Schema): Schema {
   const out: Schema = {};
   for (const [key, value] of Object.entries(node)) {
-    if (!STRICT_KEYWORDS.has(key)) continue;
+    if (!SCHEMA_KEYWORDS.has(key)) continue;
     out[key] = value;
   }
   if (Array.isArray(out.anyOf)) out.anyOf = (out.anyOf as Schema[]).map(toStrict);
@@ -49,18 +70,30 @@ function toStrict(node: Schema): Schema {
     out.required = Object.keys(properties);
     // A schema for extra keys (z.record, catchall) has no strict-mode form: keep it so the checker flags it.
     out.additionalProperties = typeof node.additionalProperties === "object" ? node.additionalProperties : false;
+    return leading(out);
   }
+  return out;
+}
+
+/** The same schema with LEADING_KEYS first. */
+function leading(node: Schema): Schema {
+  const out: Schema = {};
+  for (const key of LEADING_KEYS) if (key in node) out[key] = node[key];
+  for (const [key, value] of Object.entries(node)) if (!(key in out)) out[key] = value;
   return out;
 }
 
 function nullable(schema: Schema): Schema {
   if (typeof schema.type === "string" && !schema.enum && !schema.const) {
-    return { ...schema, type: [schema.type, "null"] };
+    return leading({ ...schema, type: [schema.type, "null"] });
   }
   return { anyOf: [schema, { type: "null" }] };
 }
 
-/** Problems that would make OpenAI reject the schema in strict mode (empty list: compatible). */
+/**
+ * Problems that would make OpenAI reject the schema in strict mode (empty list: compatible). The
+ * string length limits are accepted: the tool schema keeps them (see the module comment).
+ */
 export function strictModeProblems(schema: Schema): string[] {
   const problems: string[] = [];
   if (schema.type !== "object") problems.push("root: must be type object");
@@ -70,7 +103,7 @@ export function strictModeProblems(schema: Schema): string[] {
     const n = node as Schema;
     if (depth > 10) problems.push(`${path}: nested deeper than 10 levels`);
     for (const key of Object.keys(n)) {
-      if (!STRICT_KEYWORDS.has(key)) problems.push(`${path}: keyword "${key}" is not supported in strict mode`);
+      if (!SCHEMA_KEYWORDS.has(key)) problems.push(`${path}: keyword "${key}" is not supported in strict mode`);
     }
     const isObject = n.type === "object" || (Array.isArray(n.type) && n.type.includes("object")) || "properties" in n;
     if (isObject) {

@@ -79,7 +79,9 @@ describe("lifecycle", () => {
     const before = await env.snapshot();
     const again = await env.step({ type: "message", content: "again" });
     expect(again.info.error).toMatchObject({ code: "episode_ended" });
-    expect(again.observation.rendered).toMatch(/already terminated \(final_answer\); this action was not applied/);
+    // How it ended and its outcome, in words that name no API (each surface says what its client can do).
+    expect(again.observation.rendered).toBe(`The episode has ended (terminated: final_answer; outcome ${r.rewardComponents.task}); this action was not applied. Start a new episode to go on.`);
+    expect(again.info.outcome).toBe(r.rewardComponents.task);
     expect(again.observation.source).toBe("error");
     expect(again.terminated).toBe(true);
     expect(again.truncated).toBe(false);
@@ -97,7 +99,8 @@ describe("lifecycle", () => {
     const error = await rejection(env.step({ type: "message", content: "again" }));
     expect(error).toBeInstanceOf(LifecycleError);
     expect(error.code).toBe("episode_ended");
-    expect(error.details).toEqual({ status: "terminated" });
+    expect(error.details).toMatchObject({ status: "terminated", end_reason: "final_answer" });
+    expect(error.message).toContain("this action was not applied");
   });
 
   it("a step after truncation is answered, not applied", async () => {

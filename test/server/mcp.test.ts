@@ -69,9 +69,11 @@ describe("MCP over streamable HTTP", () => {
     const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
     const client = await connect(created.session_id);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(created.tools.map((t) => t.name));
+    // The environment's tools, then the message tool (billing-dispute is a conversation).
+    expect(tools.map((t) => t.name)).toEqual([...created.tools.map((t) => t.name), "send_message"]);
     const declared = (await manager.tools(created.session_id)).mcp as Array<{ description: string; inputSchema: unknown }>;
     expect(tools.map((t) => [t.description, t.inputSchema])).toEqual(declared.map((t) => [t.description, t.inputSchema]));
+    expect(client.getInstructions()).toContain("send_message");
     expect(client.getInstructions()).toContain(`/v1/sessions/${created.session_id}/step`);
 
     const result = await client.callTool({ name: "get_agent_profile", arguments: {} });
@@ -87,7 +89,7 @@ describe("MCP over streamable HTTP", () => {
     expect(step.truncated).toBe(false);
   });
 
-  it("plays a whole episode: tool calls through MCP, messages through the step API, outcome 1", async () => {
+  it("plays a whole episode mixing transports: tool calls through MCP, messages through the step API, outcome 1", async () => {
     const actions = await referenceActions();
     expect(actions.some((a) => a.type === "tool_call")).toBe(true);
     const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;

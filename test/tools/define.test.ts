@@ -103,14 +103,31 @@ describe("derived definitions", () => {
     });
   });
 
-  it("mcp() carries the plain input schema and effect annotations", () => {
+  it("mcp() carries the same schema as spec() and openai(), and annotations from the effect", () => {
     const mcp = tool.mcp();
     expect(Object.keys(mcp).sort()).toEqual(["annotations", "description", "inputSchema", "name"]);
     expect(mcp.name).toBe("lookup");
-    expect(mcp.inputSchema).toMatchObject({ type: "object", required: ["id"], properties: { id: { type: "string" } } });
-    expect(mcp.inputSchema.$schema).toBeUndefined();
-    expect(mcp.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
-    expect(defineTool(base).mcp().annotations).toEqual({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+    expect(JSON.stringify(mcp.inputSchema)).toBe(JSON.stringify(tool.spec().parameters));
+    expect(JSON.stringify(mcp.inputSchema)).toBe(JSON.stringify(tool.openai().function.parameters));
+    expect(mcp.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+    expect(defineTool(base).mcp().annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+  });
+
+  it("hints: a tool that ends the episode is never read-only; additive writes are not destructive; idempotent is declared", () => {
+    expect(defineTool({ ...base, hints: { endsEpisode: true, idempotent: true } }).mcp().annotations).toEqual({
+      readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false,
+    });
+    expect(defineTool({ ...base, effect: "write", hints: { additive: true } }).mcp().annotations).toEqual({
+      readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false,
+    });
+  });
+
+  it("refuses change hints on a read tool that cannot end the episode (invalid_config)", () => {
+    for (const hints of [{ additive: true }, { idempotent: false }]) {
+      const error = configError({ hints });
+      expect(error.code).toBe("invalid_config");
+      expect(error.message).toContain("a read tool that cannot end the episode changes nothing");
+    }
   });
 
   it("toolsFor binds the world type and still validates", () => {

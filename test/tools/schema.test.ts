@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { plainJsonSchema, strictJsonSchema, strictModeProblems } from "../../src/index.js";
+import { plainJsonSchema, strictJsonSchema, strictModeProblems, toolJsonSchema } from "../../src/index.js";
 
 type Schema = Record<string, unknown>;
 
@@ -43,8 +43,8 @@ function allKeys(node: unknown, out = new Set<string>()): Set<string> {
   return out;
 }
 
-describe("strictJsonSchema", () => {
-  const strict = strictJsonSchema(input);
+describe("toolJsonSchema", () => {
+  const strict = toolJsonSchema(input);
   const props = strict.properties as Record<string, Schema>;
 
   it("makes every property required at every depth and closes every object", () => {
@@ -60,7 +60,7 @@ describe("strictJsonSchema", () => {
   });
 
   it("keeps required properties as they are and makes optional ones nullable", () => {
-    expect(props.name).toEqual({ type: "string", description: "the name" });
+    expect(props.name).toEqual({ type: "string", minLength: 2, maxLength: 10, description: "the name" });
     expect(props.age!.type).toEqual(["integer", "null"]);
     expect(props.age!.minimum).toBe(0);
     expect(props.kind).toEqual({ anyOf: [{ type: "string", enum: ["a", "b"] }, { type: "null" }] });
@@ -74,14 +74,26 @@ describe("strictJsonSchema", () => {
     expect(addr.geo!.type).toEqual(["object", "null"]);
   });
 
-  it("drops keywords strict mode does not support, keeps the supported ones", () => {
+  it("drops keywords strict mode does not support, keeps the supported ones and the length limits", () => {
     const keys = allKeys(strict);
-    for (const k of ["minLength", "maxLength", "default", "$schema"]) expect(keys.has(k), k).toBe(false);
-    for (const k of ["pattern", "minimum", "minItems", "description", "enum", "anyOf"]) expect(keys.has(k), k).toBe(true);
-    // the plain schema still carries them
-    const plain = JSON.stringify(plainJsonSchema(input));
-    expect(plain).toContain('"minLength":2');
-    expect(plain).toContain('"default":3');
+    for (const k of ["default", "$schema"]) expect(keys.has(k), k).toBe(false);
+    for (const k of ["pattern", "minimum", "minItems", "description", "enum", "anyOf", "minLength", "maxLength"]) expect(keys.has(k), k).toBe(true);
+    // the plain schema still carries the default
+    expect(JSON.stringify(plainJsonSchema(input))).toContain('"default":3');
+  });
+
+  it("lists type, properties, required and additionalProperties first, whatever zod wrote first", () => {
+    const described = toolJsonSchema(z.object({ q: z.string().max(5).optional() }).describe("a described root"));
+    expect(Object.keys(described)).toEqual(["type", "properties", "required", "additionalProperties", "description"]);
+    expect(JSON.stringify(described.properties)).toBe('{"q":{"type":["string","null"],"maxLength":5}}');
+  });
+
+  it("refuses an input that is not an object schema (invalid_config)", () => {
+    expect(() => toolJsonSchema(z.string())).toThrow(/must be a zod object schema/);
+  });
+
+  it("keeps the 0.1 name strictJsonSchema as the same function", () => {
+    expect(strictJsonSchema).toBe(toolJsonSchema);
   });
 
   it("passes its own strict-mode check", () => {
@@ -89,13 +101,13 @@ describe("strictJsonSchema", () => {
   });
 
   it("an empty object schema is still closed", () => {
-    expect(strictJsonSchema(z.object({}))).toEqual({ type: "object", properties: {}, required: [], additionalProperties: false });
+    expect(toolJsonSchema(z.object({}))).toEqual({ type: "object", properties: {}, required: [], additionalProperties: false });
   });
 
   it("does not mutate shared results between calls", () => {
-    const a = strictJsonSchema(input);
+    const a = toolJsonSchema(input);
     (a.properties as Record<string, Schema>).name!.type = "number";
-    expect((strictJsonSchema(input).properties as Record<string, Schema>).name!.type).toBe("string");
+    expect((toolJsonSchema(input).properties as Record<string, Schema>).name!.type).toBe("string");
   });
 });
 
@@ -116,7 +128,7 @@ describe("strictModeProblems", () => {
   it("flags the non-strict plain schema", () => {
     const problems = strictModeProblems(plainJsonSchema(input));
     expect(problems).toContain("root: additionalProperties must be false");
-    expect(problems).toContain('root.name: keyword "minLength" is not supported in strict mode');
+    expect(problems.some((p) => p.includes("minLength")), "the length limits are kept on purpose").toBe(false);
     expect(problems).toContain("root.age: every property must be listed in required");
     expect(problems).toContain("root.tags[]: additionalProperties must be false");
     expect(problems).toContain("root.addr.geo: additionalProperties must be false");

@@ -58,6 +58,8 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
     version: "1.2.0",
     description: "Resolve a customer's billing dispute under a written refund policy: verify, investigate, act, and tell the customer.",
     maxSteps: 36,
+    // onMessage: the customer replies to each message, and leaves once satisfied (or out of patience).
+    messages: { kind: "conversation", recipient: "the customer" },
     components: {
       policy_violation: {
         min: -1,

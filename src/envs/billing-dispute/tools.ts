@@ -375,6 +375,8 @@ export const addNote = defineTool({
   description: "Add a note to the customer's account (an audit trail for other agents).",
   input: z.object({ customer_id: customerId, body: z.string().min(3).max(2000) }),
   effect: "write",
+  // A note is a new row: nothing already on the account changes.
+  hints: { additive: true },
   permission: "notes:write",
   latency: { kind: "fixed", ms: 40 },
   cost: 0.0005,
@@ -389,7 +391,9 @@ export const endConversation = defineTool({
   name: "end_conversation",
   description: "End the conversation with the customer (after you told them the outcome).",
   input: z.object({}),
+  // It reads and writes no account data, but it ends the episode: never read-only; a second call changes nothing.
   effect: "read",
+  hints: { endsEpisode: true, idempotent: true },
   handler: (_args, ctx) => {
     ctx.end("agent_ended_conversation");
     return "Conversation ended.";

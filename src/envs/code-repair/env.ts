@@ -28,6 +28,8 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
     version: "1.2.0",
     description: "Fix the injected bugs of a small JavaScript project so its visible and hidden tests pass, without touching the tests.",
     maxSteps: 40,
+    // The base onMessage: a message is the summary of the fix, and ends the episode.
+    messages: { kind: "final_answer", recipient: "the user" },
   };
   readonly tasks;
 

@@ -64,6 +64,8 @@ export const writeFile = defineTool({
   description: `Create or overwrite a file of the project with the given content (missing directories are created). At most ${MAX_CONTENT_CHARS} characters.`,
   input: z.object({ path: pathArg, content: z.string().max(MAX_CONTENT_CHARS).describe("The complete new content of the file") }),
   effect: "write",
+  // Writing the same content again leaves the same file.
+  hints: { idempotent: true },
   latency: { kind: "fixed", ms: 15 },
   handler: ({ path, content }, { world }) => {
     const abs = resolve(world, path);

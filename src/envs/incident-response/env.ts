@@ -66,6 +66,8 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
     version: "1.2.0",
     description: "Investigate a security alert on a small fleet with a read-only terminal, contain it (firewall, accounts) without blocking legitimate traffic, and file the incident report.",
     maxSteps: 30,
+    // Nobody reads messages here (onMessage says so): the episode ends with file_incident_report.
+    messages: null,
     components: {
       policy_violation: {
         min: -1,

@@ -247,6 +247,8 @@ export const firewall = defineTool({
       else if (canonicalCidr(v.address) === null) issue.addIssue({ code: "custom", path: ["address"], message: `"${clip(v.address, 40)}" is not an IPv4 address or CIDR range (like 1.2.3.4 or 1.2.3.0/24, host bits zero)` });
     }),
   effect: "write",
+  // Blocking or unblocking a source twice is refused the second time: a repeat changes nothing.
+  hints: { idempotent: true },
   permission: "firewall:write",
   authorize: (args) => {
     if (args.action !== "block" || args.address === null) return { allowed: true };
@@ -308,6 +310,8 @@ export const accounts = defineTool({
       if (v.action !== "list" && v.username === null) issue.addIssue({ code: "custom", path: ["username"], message: `username is required for ${v.action}` });
     }),
   effect: "write",
+  // Locking, unlocking or resetting an account twice is refused the second time: a repeat changes nothing.
+  hints: { idempotent: true },
   permission: "accounts:write",
   latency: { kind: "uniform", minMs: 60, maxMs: 200 },
   cost: 0.001,
@@ -380,6 +384,8 @@ export const fileIncidentReport = defineTool({
       });
     }),
   effect: "write",
+  // Filing ends the episode, so a second call is refused.
+  hints: { endsEpisode: true, idempotent: true },
   latency: { kind: "uniform", minMs: 100, maxMs: 300 },
   handler: (args, ctx): JsonValue => {
     const norm = (xs: string[]) => [...new Set(xs.map((x) => x.trim().toLowerCase()).filter((x) => x !== ""))].sort();
