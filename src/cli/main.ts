@@ -25,6 +25,7 @@ const USAGE_CODES = new Set([
   "unknown_format",
   "unknown_run",
   "unknown_episode",
+  "unknown_store",
   "invalid_task_id",
   "invalid_argument",
   "module_load_failed",

@@ -9,17 +9,18 @@ import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import { parseSplit } from "../tasks/splits.js";
 import type { SliceMetrics } from "../rollout/metrics.js";
-import type { RolloutConfig } from "../rollout/plan.js";
+import { ADVANTAGE_ON, type AdvantageOn, type RolloutConfig } from "../rollout/plan.js";
 import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
 import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { rollout, type RolloutResult } from "../rollout/runner.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
-import { EXPORT_FORMATS, exportEpisodes } from "../store/export/index.js";
+import { EXPORT_FORMATS, exportEpisodes, exportVerlTools } from "../store/export/index.js";
 import { openStore } from "../store/sqlite-store.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { renderTable } from "../qa/table.js";
 import { collect, integer, moduleOption, print, progressBar, registryWith } from "./options.js";
+import { formatTree } from "./tree.js";
 
 const storeOption = () => new Option("--store <path>", "trajectory store (SQLite file)").default("./llmix-data/llmix.db");
 
@@ -32,8 +33,9 @@ function number(name: string) {
 }
 
 /** Open the store, run `fn`, close the store whatever happens. */
-async function withStore<T>(path: string, fn: (store: TrajectoryStore) => Promise<T>): Promise<T> {
-  const store = openStore(path);
+/** Run `fn` on the store at `path`, closed after; only a writer (`create`) makes a store that is missing. */
+async function withStore<T>(path: string, fn: (store: TrajectoryStore) => Promise<T>, { create = false } = {}): Promise<T> {
+  const store = openStore(path, { create });
   try {
     return await fn(store);
   } finally {
@@ -76,15 +78,35 @@ function formatMetrics(metrics: readonly SliceMetrics[]): string {
   const components = metrics
     .filter((m) => m.difficulty === "all")
     .map((m) => `${m.env} mean reward components: ${Object.entries(m.mean_components).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")}`);
-  return [table, "", "success by difficulty", ...chart, "", ...components].join("\n");
+  const note = metrics.some((m) => !m.tasks_with_k)
+    ? ["* no task of the row has k scored episodes (k is the group size; --group k runs k per task), so pass@k, pass^k and avg@k are not defined"]
+    : [];
+  return [table, ...note, "", "success by difficulty", ...chart, "", ...components].join("\n");
 }
 
-function formatRollout(result: RolloutResult, groups: ReadonlyArray<{ group_id: string; rewards: number[]; grpo: Array<number | null> }>): string {
+function formatRollout(result: RolloutResult, groups: ReadonlyArray<{ group_id: string; rewards: number[]; outcomes: Array<number | null>; grpo: Array<number | null> }>): string {
   const r = result.run;
+  const on = ((r.config as { advantage_on?: AdvantageOn } | null)?.advantage_on ?? "reward") satisfies AdvantageOn;
   const head = `run ${r.run_id}: ${r.env}@${r.env_version}, policy ${r.policy}, ${result.episodes}/${r.planned_episodes} episodes stored (${result.ran} ran now, ${result.errors} errors) in ${result.seconds.toFixed(1)} s — ${result.episodes_per_s.toFixed(1)} episodes/s, ${result.steps_per_s.toFixed(0)} steps/s`;
-  const shown = groups.slice(0, 8).map((g) => `  ${g.group_id}\n    reward ${g.rewards.map((x) => x.toFixed(2)).join(" ")}\n    grpo   ${g.grpo.map((x) => (x === null ? "  - " : x.toFixed(2))).join(" ")}`);
+  const row = (xs: Array<number | null>) => xs.map((x) => (x === null ? "  - " : x.toFixed(2))).join(" ");
+  const shown = groups.slice(0, 8).map((g) => `  ${g.group_id}\n    reward  ${row(g.rewards)}\n    outcome ${row(g.outcomes)}\n    grpo    ${row(g.grpo)}`);
   const more = groups.length > 8 ? [`  ... ${groups.length - 8} more groups (llmix episodes --run ${r.run_id})`] : [];
-  return [head, "", formatMetrics(result.metrics), "", "advantages (GRPO) per group", ...shown, ...more].join("\n");
+  const basis = on === "outcome" ? "on the outcome" : "on the total reward, costs included; --advantage-on outcome for success alone";
+  return [head, "", formatMetrics(result.metrics), "", `advantages (GRPO, ${basis}) per group`, ...shown, ...more].join("\n");
+}
+
+/** What went wrong in a run's error episodes: their count, and each distinct cause with how often it occurred. */
+export function errorSummary(records: readonly EpisodeRecord[], runId: string): string {
+  const causes = new Map<string, number>();
+  for (const r of records) {
+    if (r.status !== "error") continue;
+    const cause = r.error ? `${r.error.code}: ${r.error.message}` : "unknown error";
+    causes.set(cause, (causes.get(cause) ?? 0) + 1);
+  }
+  const errors = [...causes.values()].reduce((a, b) => a + b, 0);
+  const lines = [...causes.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([cause, n]) => `  ${n} × ${cause}`);
+  const more = causes.size > 3 ? [`  … ${causes.size - 3} other causes`] : [];
+  return [`llmix: ${errors} of ${records.length} episode(s) ended with an error (not scored); see llmix episodes --run ${runId} --status error`, ...lines, ...more].join("\n");
 }
 
 /** Groups of a run with their episodes' rewards and GRPO advantages, by group index. */
@@ -97,6 +119,7 @@ function groupsOf(episodes: readonly EpisodeRecord[]) {
       group_id,
       task_id: sorted[0]?.task_id ?? "",
       rewards: sorted.map((e) => e.total_reward),
+      outcomes: sorted.map((e) => e.outcome),
       grpo: sorted.map((e) => e.advantages?.grpo ?? null),
       episodes: sorted.map((e) => ({ episode_id: e.episode_id, status: e.status, total_reward: e.total_reward, outcome: e.outcome, advantages: e.advantages })),
     };
@@ -139,6 +162,7 @@ interface RolloutFlags {
   temperature?: number;
   maxTokens?: number;
   systemPrompt?: string;
+  advantageOn: string;
 }
 
 function configOf(flags: RolloutFlags): RolloutConfig {
@@ -162,6 +186,7 @@ function configOf(flags: RolloutFlags): RolloutConfig {
     timeout_ms: flags.timeout * 1000,
     env_options: envOptions,
     modules: (flags.module ?? []).map((m) => resolve(m)),
+    advantage_on: flags.advantageOn as AdvantageOn,
   };
 }
 
@@ -174,6 +199,9 @@ export function registerRolloutCommands(program: Command): void {
     .option("--policy <spec>", "oracle | noisy-oracle:P | random | replay:RUN | openai")
     .option("-n <n>", "episodes (rounded up to whole groups)", integer("-n", 1, 10_000_000))
     .option("--group <k>", "rollouts per task with the same seed (GRPO group size)", integer("--group", 1, 1024), 1)
+    .addOption(
+      new Option("--advantage-on <what>", "group advantages on the total reward (costs included) or on the outcome alone").choices([...ADVANTAGE_ON]).default("reward"),
+    )
     .option("--concurrency <c>", "episodes in flight per thread", integer("--concurrency", 1, 1024), 4)
     .option("--workers <w>", "worker threads that run the episodes", integer("--workers", 1, 64), 1)
     .option("--worker-memory <MiB>", "heap cap of each worker thread; an episode over it ends as resource_exhausted", integer("--worker-memory", MIN_WORKER_HEAP_MB, 1_048_576), DEFAULT_THREAD_HEAP_MB)
@@ -231,8 +259,12 @@ export function registerRolloutCommands(program: Command): void {
           const { records: _records, ...summary } = result;
           print(JSON.stringify({ ...summary, run, groups }, null, 2));
         } else print(formatRollout(result, groups));
-        if (result.errors > 0) process.stderr.write(`llmix: ${result.errors} episode(s) ended with an infrastructure error; see llmix episodes --run ${result.run.run_id} --status error\n`);
-      });
+        if (result.errors > 0) {
+          process.stderr.write(`${errorSummary(result.records, result.run.run_id)}\n`);
+          // Nothing was learnt from a run whose every episode failed: that is the command failing.
+          if (result.records.every((r) => r.status === "error")) process.exitCode = 1;
+        }
+      }, { create: true });
     });
 
   program
@@ -298,35 +330,48 @@ export function registerRolloutCommands(program: Command): void {
     .requiredOption("--episode <id>", "episode id")
     .addOption(storeOption())
     .option("--json", "print JSON")
-    .action(async (opts: { episode: string; store: string; json?: boolean }) => {
+    .option("--full", "print observations whole (by default long ones are cut)")
+    .action(async (opts: { episode: string; store: string; json?: boolean; full?: boolean }) => {
       await withStore(opts.store, async (store) => {
         const stored = await requireEpisode(store, opts.episode);
         if (opts.json) return print(JSON.stringify(stored, null, 2));
-        print(formatEpisode(stored));
+        print(formatEpisode(stored, { full: opts.full === true }));
       });
     });
 
   program
     .command("export")
-    .description(`export a run's episodes as a dataset (${EXPORT_FORMATS.join(", ")})`)
+    .description(`export a run's episodes as a dataset (${EXPORT_FORMATS.join(", ")}), or its verl tool config (verl-tools)`)
     .requiredOption("--run <id>", "run id")
-    .requiredOption("--format <f>", EXPORT_FORMATS.join(" | "))
+    .requiredOption("--format <f>", [...EXPORT_FORMATS, "verl-tools"].join(" | "))
     .requiredOption("--out <path>", "output file")
     .option("--min-reward <r>", "only episodes with total reward at least", number("--min-reward"))
     .option("--successes-only", "only episodes whose verdict passed")
     .option("--difficulty <d>", "only this difficulty")
     .option("--env <id>", "only this environment")
+    .option("--json-strings", "trl-sft, trl-grpo: write `tools` and tool-call `arguments` as JSON strings (for `datasets` without Json())")
     .addOption(storeOption())
     .option("--json", "print JSON")
-    .action(async (opts: { run: string; format: string; out: string; minReward?: number; successesOnly?: boolean; difficulty?: string; env?: string; store: string; json?: boolean }) => {
+    .action(async (opts: { run: string; format: string; out: string; minReward?: number; successesOnly?: boolean; difficulty?: string; env?: string; jsonStrings?: boolean; store: string; json?: boolean }) => {
+      if (opts.format === "verl-tools") {
+        // A run-level config (the run's tools), not an episode dataset: no filter applies.
+        if ([opts.minReward, opts.successesOnly, opts.difficulty, opts.env, opts.jsonStrings].some((o) => o !== undefined)) {
+          throw new ValidationError("invalid_argument", "verl-tools writes the run's tool config: episode filters and --json-strings do not apply");
+        }
+        return withStore(opts.store, async (store) => {
+          const result = await exportVerlTools(await requireRun(store, opts.run), opts.out);
+          if (opts.json) return print(JSON.stringify(result, null, 2));
+          print(`wrote ${result.rows} verl tool entries (${result.bytes} bytes) to ${result.path}`);
+        });
+      }
       if (!(EXPORT_FORMATS as readonly string[]).includes(opts.format)) {
-        throw new NotFoundError("unknown_format", `unknown format "${opts.format}"; valid: ${EXPORT_FORMATS.join(", ")}`);
+        throw new NotFoundError("unknown_format", `unknown format "${opts.format}"; valid: ${[...EXPORT_FORMATS, "verl-tools"].join(", ")}`);
       }
       await withStore(opts.store, async (store) => {
         const run = await requireRun(store, opts.run);
         const result = await exportEpisodes(
           { run, episodes: store.streamEpisodes({ run_id: opts.run }) },
-          { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env } },
+          { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }, jsonStrings: opts.jsonStrings },
         );
         if (opts.json) return print(JSON.stringify(result, null, 2));
         print(`wrote ${result.rows} ${result.format} rows (${result.bytes} bytes) to ${result.path}`);
@@ -412,20 +457,37 @@ function envOptionsOf(run: { config: JsonValue } | undefined): Record<string, un
 }
 
 /** One episode as readable text: the row, then each step with its action, result and reward components. */
-export function formatEpisode({ episode: e, steps }: StoredEpisode): string {
+/** A reward or component for a person: 3 decimals, or 2 significant digits when smaller (a cost of 0.0005). */
+function amount(v: number): string {
+  return v !== 0 && Math.abs(v) < 0.01 ? v.toPrecision(2) : v.toFixed(3);
+}
+
+/** An action for a person: `tool` then its arguments as a tree (a patch keeps its lines), or the message. */
+function describeAction(action: StoredEpisode["steps"][number]["action"]): string {
+  if (action.type === "message") return `message: ${action.content}`;
+  if (action.type !== "tool_call") return `invalid: ${JSON.stringify((action as { raw: unknown }).raw)}`;
+  const args = action.args as unknown;
+  const flat = JSON.stringify(args) ?? "";
+  if (flat.length <= 100 && !flat.includes("\\n")) return `${action.tool}(${flat})`;
+  return `${action.tool}\n${formatTree(args, 4)}`;
+}
+
+/** One stored episode for a person: its summary, every step, and the verdict as a tree. */
+export function formatEpisode({ episode: e, steps }: StoredEpisode, options: { full?: boolean } = {}): string {
   const head = [
     `${e.episode_id}`,
     `  task ${e.task_id} seed ${e.seed} · ${e.env}@${e.env_version} · policy ${e.policy}${e.policy_checkpoint ? ` (${e.policy_checkpoint})` : ""}`,
     `  ${e.status}${e.error ? ` (${e.error.code}: ${e.error.message})` : ""} · ${e.steps} steps · ${e.tokens} tokens · end ${e.end_reason ?? "-"}`,
     `  total reward ${fmt(e.total_reward)} · outcome ${fmt(e.outcome)} · advantages ${e.advantages ? `grpo ${fmt(e.advantages.grpo)} dr_grpo ${fmt(e.advantages.dr_grpo)} rloo ${fmt(e.advantages.rloo)}` : "-"}`,
   ];
-  const indent = (text: string, width = 1200) => (text.length > width ? `${text.slice(0, width)}…` : text).split("\n").map((l) => `    ${l}`).join("\n");
+  const cut = (text: string, width: number) => (options.full || text.length <= width ? text : `${text.slice(0, width)}… (${text.length - width} more characters: --full)`);
+  const indent = (text: string, width = 1200) => cut(text, width).split("\n").map((l) => `    ${l}`).join("\n");
   const body = steps.map((s) => {
-    const action = s.action.type === "tool_call" ? `${s.action.tool}(${JSON.stringify(s.action.args)})` : s.action.type === "message" ? `message: ${s.action.content}` : `invalid: ${JSON.stringify((s.action as { raw: unknown }).raw)}`;
-    const nonZero = Object.entries(s.reward_components).filter(([, v]) => v !== 0).map(([k, v]) => `${k} ${v.toFixed(3)}`);
+    const action = describeAction(s.action);
+    const nonZero = Object.entries(s.reward_components).filter(([, v]) => v !== 0).map(([k, v]) => `${k} ${amount(v)}`);
     const tool = s.tool_result ? ` → ${s.tool_result.status}${s.tool_result.error ? ` (${s.tool_result.error.message})` : ""}` : "";
-    return [`── step ${s.step} ──`, s.step === 1 ? `  observation:\n${indent(s.observation.rendered, 600)}` : `  observation:\n${indent(s.observation.rendered)}`, `  action: ${action}${tool}`, `  reward ${fmt(s.reward ?? 0)}${nonZero.length ? ` (${nonZero.join(", ")})` : ""}${s.terminated ? " · terminated" : ""}${s.truncated ? " · truncated" : ""}`].join("\n");
+    return [`── step ${s.step} ──`, s.step === 1 ? `  observation:\n${indent(s.observation.rendered, 600)}` : `  observation:\n${indent(s.observation.rendered)}`, `  action: ${action}${tool}`, `  reward ${amount(s.reward ?? 0)}${nonZero.length ? ` (${nonZero.join(", ")})` : ""}${s.terminated ? " · terminated" : ""}${s.truncated ? " · truncated" : ""}`].join("\n");
   });
-  const verdict = e.verdict ? `verdict: ${JSON.stringify(e.verdict)}` : "";
+  const verdict = e.verdict ? `verdict:\n${formatTree(e.verdict, 2)}` : "";
   return [...head, "", ...body, "", verdict].join("\n");
 }

@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   unknown_format: "No export format with this name exists.",
   unknown_run: "No run with this id is in the trajectory store.",
   unknown_episode: "No episode with this id is in the trajectory store.",
+  unknown_store: "No trajectory store exists at this path (a rollout or the service creates one).",
   episode_timeout: "An episode exceeded its time limit and was abandoned.",
   policy_failed: "The policy could not produce an action (e.g. its model server failed after retries).",
   store_error: "The trajectory store could not read or write.",
@@ -112,7 +113,7 @@ export class ValidationError extends LlmixError {
 
 /** Lookup of an environment or tool that does not exist. */
 export class NotFoundError extends LlmixError {
-  constructor(code: "unknown_env" | "unknown_tool" | "unknown_policy" | "unknown_format" | "unknown_run" | "unknown_episode", message: string, details: Record<string, unknown> = {}) {
+  constructor(code: "unknown_env" | "unknown_tool" | "unknown_policy" | "unknown_format" | "unknown_run" | "unknown_episode" | "unknown_store", message: string, details: Record<string, unknown> = {}) {
     super(code, message, details);
   }
 }

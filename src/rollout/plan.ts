@@ -34,7 +34,22 @@ export interface RolloutConfig {
   env_options: Record<string, JsonValue>;
   /** Absolute paths of `--module` files, so workers and resumes load the same environments. */
   modules: string[];
+  /**
+   * What group advantages are computed on (default "reward"; runs stored before the option have none):
+   * "reward", each episode's total reward, step and tool costs included; "outcome", the verifier's
+   * outcome alone (see ADVANTAGE_ON).
+   */
+  advantage_on?: AdvantageOn;
 }
+
+/**
+ * The values an advantage can be computed on. "reward" ranks a group's episodes by everything they
+ * earned and paid (so of two successes the cheaper one is preferred: a group where all succeed still
+ * has nonzero advantages); "outcome" ranks them by success alone (an all-success group has advantages
+ * 0 and teaches nothing, as in RLVR with a binary verifier).
+ */
+export const ADVANTAGE_ON = ["reward", "outcome"] as const;
+export type AdvantageOn = (typeof ADVANTAGE_ON)[number];
 
 /**
  * The longest episode time limit: half of the longest timer Node keeps (2^31 - 1 ms; a longer one fires
@@ -52,6 +67,9 @@ export function validateConfig(config: RolloutConfig): RolloutConfig {
     throw bad("timeout", `must be a positive number of milliseconds up to ${MAX_TIMEOUT_MS} (12 days), got ${config.timeout_ms}`);
   }
   if (config.split !== null) parseSplit(config.split);
+  if (config.advantage_on !== undefined && !(ADVANTAGE_ON as readonly string[]).includes(config.advantage_on)) {
+    throw bad("advantage_on", `must be one of ${ADVANTAGE_ON.join(", ")}, got "${String(config.advantage_on)}"`);
+  }
   return config;
 }
 

@@ -19,7 +19,7 @@ import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type 
 import { groupAdvantages } from "./advantages.js";
 import type { EpisodeJob } from "./episode.js";
 import { runMetrics, type SliceMetrics } from "./metrics.js";
-import { planJobs, validateConfig, type RolloutConfig } from "./plan.js";
+import { planJobs, validateConfig, type AdvantageOn, type RolloutConfig } from "./plan.js";
 import { parsePolicySpec, type PolicySource, type PolicySpecOptions } from "./policies/index.js";
 import { sentAction } from "./replay.js";
 import { runJobsInProcess } from "./pool.js";
@@ -150,7 +150,7 @@ async function execute(options: RolloutOptions, { run, entry, config, jobs, sour
     if (members) members.push(job);
     else groups.set(job.group_id, [job]);
   }
-  const writer = new EpisodeWriter(store, groups, stored);
+  const writer = new EpisodeWriter(store, groups, stored, config.advantage_on ?? "reward");
 
   const started = process.hrtime.bigint();
   const before = stored.size;
@@ -265,6 +265,7 @@ class EpisodeWriter {
     private readonly store: TrajectoryStore,
     private readonly groups: ReadonlyMap<string, EpisodeJob[]>,
     private readonly stored: Map<string, EpisodeRecord>,
+    private readonly advantageOn: AdvantageOn,
   ) {}
 
   add(episode: StoredEpisode): void {
@@ -301,13 +302,13 @@ class EpisodeWriter {
     if (values.length > 0) await this.store.setAdvantages(values);
   }
 
-  /** Advantages of a complete group over its ok episodes' total rewards (error episodes get none). */
+  /** Advantages of a complete group over its ok episodes' total rewards or outcomes (error episodes get none). */
   private groupAdvantages(groupId: string): Array<{ episode_id: string; advantages: Advantages }> {
     const jobs = this.groups.get(groupId) ?? [];
     const members = jobs.map((j) => this.stored.get(j.episode_id));
     if (members.some((m) => m === undefined)) return [];
     const ok = (members as EpisodeRecord[]).filter((m) => m.status === "ok");
-    const advantages = groupAdvantages(ok.map((m) => m.total_reward));
+    const advantages = groupAdvantages(ok.map((m) => (this.advantageOn === "outcome" ? (m.outcome ?? 0) : m.total_reward)));
     return ok.map((m, i) => ({ episode_id: m.episode_id, advantages: advantages[i] as Advantages }));
   }
 }

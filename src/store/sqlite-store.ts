@@ -8,7 +8,7 @@
  * writer. Each `writeEpisodes` call is one transaction, so a crash loses at most the batch in flight
  * and never leaves an episode without its steps.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import type { TrajectoryStepRecord } from "../core/contract.js";
@@ -32,6 +32,11 @@ export interface SqliteStoreOptions {
   staleRunAfterMs?: number;
   /** The clock of heartbeats and staleness, in ms since the epoch (default Date.now). */
   now?: () => number;
+  /**
+   * Create the file (and its folder) when missing (default true). Readers pass false: a mistyped path
+   * is then unknown_store, not a new empty store and a stray folder.
+   */
+  create?: boolean;
 }
 
 /** Open (creating it and its directory if needed, migrating it if old) the SQLite trajectory store at `path`. */
@@ -110,6 +115,9 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     const inMemory = path === ":memory:" || path === "";
     let db: Database.Database | undefined;
     try {
+      if (!inMemory && options.create === false && !existsSync(path)) {
+        throw new NotFoundError("unknown_store", `no trajectory store at ${path}; llmix rollout (or serve) --store ${path} creates one`, { path });
+      }
       if (!inMemory) mkdirSync(dirname(resolve(path)), { recursive: true });
       db = new Database(path, { timeout: busyTimeoutMs });
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);

@@ -9,7 +9,6 @@ import type { JsonValue } from "../../core/json.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { toStepRecord } from "../../core/trajectory.js";
 import { builtinRegistry } from "../../envs/index.js";
-import { splitOf } from "../../tasks/splits.js";
 import { episodeIdOf, type EpisodeRecord, type RunRecord, type StoredEpisode } from "../types.js";
 import { EXPORT_FORMATS, exportEpisodes, type ExportOptions } from "./index.js";
 import { renderResult, toMessages } from "./trl.js";
@@ -222,7 +221,7 @@ async function referenceEpisodes(taskIds: string[], group: number): Promise<{ ru
 
 describe("exportEpisodes: formats and arguments", () => {
   it("names its formats", () => {
-    expect(EXPORT_FORMATS).toEqual(["jsonl", "trl-sft", "trl-grpo", "verl"]);
+    expect(EXPORT_FORMATS).toEqual(["jsonl", "trl-sft", "trl-grpo", "verl", "verl-sft"]);
   });
 
   it("rejects an unknown format with unknown_format, listing the valid ones, before touching the disk", async () => {
@@ -274,10 +273,10 @@ describe("exportEpisodes: formats and arguments", () => {
       const result = await exportTo([], { format });
       expect(result.rows).toBe(0);
       expect(statSync(result.path).size).toBe(result.bytes);
-      if (format === "verl") {
+      if (format === "verl" || format === "verl-sft") {
         const { metadata, columns, rows } = await readParquet(result.path);
         expect(metadata.num_rows).toBe(0n);
-        expect(columns).toEqual(["data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"]);
+        expect(columns).toEqual(format === "verl" ? ["data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"] : ["messages", "tools", "extra_info"]);
         expect(rows).toEqual([]);
       } else {
         expect(result.bytes).toBe(0);
@@ -488,60 +487,7 @@ describe("trl-grpo", () => {
   });
 });
 
-// ---- verl -----------------------------------------------------------------------------------------
-
-describe("verl", () => {
-  it("writes verl's columns with nested prompt, reward_model and extra_info, readable by hyparquet", async () => {
-    const episodes = [0, 1, 2].flatMap((g) => [
-      stored({ taskId: "billing-dispute/medium/seed-11", seed: 3, groupIndex: g }),
-      stored({ taskId: "billing-dispute/hard/seed-771", seed: 4294967295, groupIndex: g }),
-    ]);
-    const result = await exportTo(episodes, { format: "verl" });
-    expect(result.rows).toBe(2);
-    expect(result.bytes).toBe(statSync(result.path).size);
-    const { metadata, columns, rows } = await readParquet(result.path);
-    expect(metadata.num_rows).toBe(2n);
-    expect(columns).toEqual(["data_source", "agent_name", "prompt", "ability", "reward_model", "extra_info"]);
-    const kwargs = { env: "billing-dispute", task_id: "billing-dispute/medium/seed-11", seed: 3n };
-    expect(rows[0]).toEqual({
-      data_source: "billing-dispute",
-      agent_name: "tool_agent",
-      prompt: [{ role: "user", content: TASK_TEXT }],
-      ability: "agent",
-      reward_model: { style: "rule", ground_truth: '{"env":"billing-dispute","task_id":"billing-dispute/medium/seed-11","seed":3}' },
-      extra_info: {
-        index: 0n,
-        split: splitOf("billing-dispute/medium/seed-11"),
-        env: "billing-dispute",
-        env_version: "1.0.0",
-        task_id: "billing-dispute/medium/seed-11",
-        seed: 3n,
-        difficulty: "medium",
-        need_tools_kwargs: true,
-        tools_kwargs: { lookup_customer: { create_kwargs: kwargs }, issue_refund: { create_kwargs: kwargs } },
-        interaction_kwargs: { name: "llmix", ...kwargs },
-      },
-    });
-    expect(rows[1]!.extra_info.index).toBe(1n);
-    expect(rows[1]!.extra_info.seed).toBe(4294967295n);
-    expect(JSON.parse(rows[1]!.reward_model.ground_truth)).toEqual({ env: "billing-dispute", task_id: "billing-dispute/hard/seed-771", seed: 4294967295 });
-    const provenance = metadata.key_value_metadata?.find((kv) => kv.key === "llmix.export");
-    expect(JSON.parse(provenance?.value ?? "{}")).toMatchObject({ format: "verl", run_id: "run-1", env: "billing-dispute" });
-  });
-
-  it("omits tools_kwargs for a run without tools, and splits many rows into row groups", async () => {
-    const episodes = Array.from({ length: 2500 }, (_, i) => stored({ taskId: `billing-dispute/easy/seed-${i}`, seed: i }));
-    const result = await exportTo(episodes, { format: "verl" }, { ...RUN, tools: [] });
-    expect(result.rows).toBe(2500);
-    const { metadata, rows } = await readParquet(result.path);
-    expect(metadata.row_groups.length).toBe(2);
-    expect(rows).toHaveLength(2500);
-    expect(rows[2499]!.extra_info.index).toBe(2499n);
-    expect(rows[2499]!.extra_info.task_id).toBe("billing-dispute/easy/seed-2499");
-    expect(rows[0]!.extra_info.need_tools_kwargs).toBe(false);
-    expect("tools_kwargs" in rows[0]!.extra_info).toBe(false);
-  });
-});
+// verl's columns, its tools_kwargs and its SFT file: src/store/export/verl.test.ts.
 
 // ---- real episodes --------------------------------------------------------------------------------
 
@@ -584,6 +530,7 @@ describe("episodes of the billing-dispute environment (reference solver)", () =>
     expect(verl.rows).toBe(2);
     const { rows } = await readParquet(verl.path);
     expect(rows.map((r) => r.prompt[0].content)).toEqual(readJsonl(grpo.path).map((r) => (r.prompt as Array<{ content: string }>)[0]!.content));
-    expect(Object.keys(rows[0]!.extra_info.tools_kwargs)).toEqual(run.tools.map((t) => t.name));
+    // One tools_kwargs shape for every environment (verl.test.ts reads three environments in one query).
+    expect(Object.keys(rows[0]!.extra_info.tools_kwargs)).toEqual(["llmix"]);
   });
 });

@@ -8,21 +8,23 @@
  * exported, in any format, JSONL included: their trajectories are cut short by something other than the
  * policy, so they are neither demonstrations nor outcomes, and the store still holds them for debugging.
  */
-import { parquetWriteRows } from "hyparquet-writer";
 import { NotFoundError, ValidationError } from "../../core/errors.js";
 import type { JsonValue } from "../../core/json.js";
 import type { RunRecord, StoredEpisode } from "../types.js";
 import { inStepOrder, toJsonlLines } from "./jsonl.js";
-import { ExportFile, ParquetSink } from "./output.js";
-import { toFunctionTools, toGrpoRow, toSftRow } from "./trl.js";
-import { toolNames, toVerlRow, verlSchema, VERL_COLUMNS, type VerlRow } from "./verl.js";
+import { ExportFile } from "./output.js";
+import { parseJsonStrings, toFunctionTools, toGrpoRow, toJsonStringRow, toSftRow } from "./trl.js";
+import { writeVerl } from "./verl.js";
+import { writeVerlSft } from "./verl-sft.js";
 
-export { toFunctionTools, toMessages, toSftRow, toGrpoRow, promptOf, renderResult } from "./trl.js";
-export type { ChatMessage, ChatToolCall, FunctionTool, ToolMessage, TrlGrpoRow, TrlSftRow } from "./trl.js";
-export { verlSchema, toVerlRow, VERL_COLUMNS, VERL_AGENT_NAME, VERL_INTERACTION_NAME, type VerlRow } from "./verl.js";
+export { toFunctionTools, toMessages, toSftRow, toGrpoRow, promptOf, renderResult, toJsonStringRow, JSON_STRING_FORMATS } from "./trl.js";
+export type { ChatMessage, ChatMessageJson, ChatToolCall, ChatToolCallJson, FunctionTool, ToolMessage, TrlGrpoRow, TrlSftJsonRow, TrlSftRow } from "./trl.js";
+export { verlSchema, toVerlRow, VERL_COLUMNS, VERL_AGENT_NAME, VERL_INTERACTION_NAME, VERL_TOOLS_KWARGS_KEY, VERL_COMMIT, VERL_VERSION, type VerlRow } from "./verl.js";
+export { verlSftSchema, toVerlSftRow, VERL_SFT_COLUMNS, type VerlSftRow } from "./verl-sft.js";
+export { exportVerlTools, renderVerlToolConfig, toVerlToolSchema, verlToolConfig, VERL_TOOL_CLASS, type VerlToolSchema, type VerlToolsResult } from "./verl-tools.js";
 
 /** Every export format, by name. */
-export const EXPORT_FORMATS = ["jsonl", "trl-sft", "trl-grpo", "verl"] as const;
+export const EXPORT_FORMATS = ["jsonl", "trl-sft", "trl-grpo", "verl", "verl-sft"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** Which episodes to export; fields combine with AND. */
@@ -43,6 +45,8 @@ export interface ExportOptions {
   /** The file to write (its directory must exist). Replaced atomically when the export succeeds. */
   out: string;
   filter?: ExportFilter;
+  /** `trl-sft` / `trl-grpo` only: tool lists and tool-call arguments as JSON strings (see trl.ts). */
+  jsonStrings?: boolean;
 }
 
 /** What an export wrote. `rows` counts lines (one per step record for `jsonl`) or Parquet rows. */
@@ -65,13 +69,14 @@ export async function exportEpisodes(
 ): Promise<ExportResult> {
   const format = parseFormat(options.format);
   const filter = parseFilter(options.filter);
+  const jsonStrings = parseJsonStrings(options.jsonStrings, format);
   if (typeof options.out !== "string" || options.out.length === 0) {
     throw new ValidationError("invalid_argument", "out must be a non-empty file path");
   }
   const episodes = selected(input.episodes, filter);
   const file = await ExportFile.open(options.out);
   try {
-    const rows = await WRITERS[format](input.run, episodes, file);
+    const rows = await WRITERS[format](input.run, episodes, file, { jsonStrings });
     const bytes = await file.commit();
     return { format, path: options.out, rows, bytes };
   } catch (error) {
@@ -80,7 +85,7 @@ export async function exportEpisodes(
   }
 }
 
-type Writer = (run: RunRecord, episodes: AsyncIterable<StoredEpisode>, file: ExportFile) => Promise<number>;
+type Writer = (run: RunRecord, episodes: AsyncIterable<StoredEpisode>, file: ExportFile, options: { jsonStrings: boolean }) => Promise<number>;
 
 const WRITERS: Record<ExportFormat, Writer> = {
   async jsonl(_run, episodes, file) {
@@ -92,13 +97,13 @@ const WRITERS: Record<ExportFormat, Writer> = {
     return rows;
   },
 
-  async "trl-sft"(run, episodes, file) {
+  async "trl-sft"(run, episodes, file, { jsonStrings }) {
     const tools = toFunctionTools(run.tools);
     let rows = 0;
     for await (const episode of episodes) {
       const row = toSftRow(episode, tools);
       if (!row) continue;
-      await file.write(`${JSON.stringify(row)}\n`);
+      await file.write(`${JSON.stringify(jsonStrings ? toJsonStringRow(row) : row)}\n`);
       rows++;
     }
     return rows;
@@ -115,32 +120,16 @@ const WRITERS: Record<ExportFormat, Writer> = {
     return rows;
   },
 
-  async verl(run, episodes, file) {
-    const tools = toolNames(run.tools);
-    let rows = 0;
-    async function* verlRows(): AsyncGenerator<VerlRow> {
-      for await (const episode of distinctTasks(episodes)) {
-        const row = toVerlRow(episode, rows, tools);
-        if (!row) continue;
-        rows++;
-        yield row;
-      }
-    }
-    await parquetWriteRows({
-      writer: new ParquetSink(file),
-      rows: verlRows() as AsyncIterable<Record<string, unknown>>,
-      columns: VERL_COLUMNS.map((name) => ({ name })),
-      schema: verlSchema(run),
-      // Rows are prompts (a few KB each): a couple of thousand per group keeps memory to a few MB.
-      rowGroupSize: 2000,
-      kvMetadata: [{ key: "llmix.export", value: JSON.stringify(provenance(run, "verl")) }],
-      createdBy: "llmix (hyparquet-writer)",
-    });
-    return rows;
-  },
+  verl: (run, episodes, file) => writeVerl(distinctTasks(episodes), run.tools, file, [metadata(run, "verl")]),
+
+  "verl-sft": (run, episodes, file) => writeVerlSft(run, episodes, file, [metadata(run, "verl-sft")]),
 };
 
 /** Where a file came from, kept in Parquet metadata so a dataset can be traced back to its run. */
+function metadata(run: RunRecord, format: ExportFormat): { key: string; value: string } {
+  return { key: "llmix.export", value: JSON.stringify(provenance(run, format)) };
+}
+
 function provenance(run: RunRecord, format: ExportFormat): Record<string, JsonValue> {
   return { format, run_id: run.run_id, env: run.env, env_version: run.env_version, policy: run.policy, policy_checkpoint: run.policy_checkpoint };
 }

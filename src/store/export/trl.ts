@@ -21,8 +21,19 @@
  *   with the error observation as its tool turn.
  * - Tool-call `arguments` are objects, as TRL's chat templates expect; `id` / `tool_call_id` appear
  *   only when the policy gave a `call_id` (the records hold no other id, and none is invented).
+ *
+ * Two forms of the same rows (https://huggingface.co/docs/trl/dataset_formats#tool-calling, TRL
+ * docs/source/dataset_formats.md at huggingface/trl f2cd577):
+ * - object form (default): `tools` a list of objects, `arguments` objects. Tool schemas and arguments are
+ *   free-form JSON whose keys differ from row to row, so `datasets` must load them with its `Json()`
+ *   feature (datasets >= 4.7); plain Arrow inference would merge every row's keys into one struct.
+ * - JSON-string form (`jsonStrings`): `tools` is one JSON string of the whole list (`json.dumps([...])`,
+ *   which TRL's SFTTrainer parses itself) and each tool call's `arguments` a JSON string (the OpenAI wire
+ *   form), for `datasets` without `Json()`. Every string parses back to exactly the object form.
+ *   `trl-grpo` rows hold neither tools nor tool calls, so both forms of them are the same.
  */
 import type { ToolResult, ToolSpec, TrajectoryStepRecord } from "../../core/contract.js";
+import { ValidationError } from "../../core/errors.js";
 import type { JsonValue } from "../../core/json.js";
 import type { StoredEpisode } from "../types.js";
 
@@ -59,6 +70,25 @@ export interface TrlSftRow {
   messages: ChatMessage[];
   tools: FunctionTool[];
 }
+
+/** A tool call in the JSON-string form: `arguments` is the JSON text of the arguments object. */
+export interface ChatToolCallJson {
+  id?: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** A chat message in the JSON-string form (only assistant tool calls differ from `ChatMessage`). */
+export type ChatMessageJson = Exclude<ChatMessage, { tool_calls: ChatToolCall[] }> | { role: "assistant"; tool_calls: ChatToolCallJson[] };
+
+/** A `trl-sft` row in the JSON-string form: `tools` is the JSON text of the tool list. */
+export interface TrlSftJsonRow {
+  messages: ChatMessageJson[];
+  tools: string;
+}
+
+/** The export formats that take the `jsonStrings` option. */
+export const JSON_STRING_FORMATS = ["trl-sft", "trl-grpo"] as const;
 
 /** A `trl-grpo` row: the prompt plus the columns that identify the task. */
 export interface TrlGrpoRow {
@@ -123,6 +153,28 @@ export function toGrpoRow(episode: StoredEpisode): TrlGrpoRow | null {
   if (prompt.length === 0) return null;
   const e = episode.episode;
   return { prompt, env: e.env, task_id: e.task_id, seed: e.seed, difficulty: e.difficulty, env_version: e.env_version };
+}
+
+/** A `trl-sft` row in the JSON-string form: `tools` and every tool call's `arguments` as JSON text. */
+export function toJsonStringRow(row: TrlSftRow): TrlSftJsonRow {
+  const messages = row.messages.map((m): ChatMessageJson => {
+    if (!("tool_calls" in m)) return m;
+    return { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: JSON.stringify(c.function.arguments) } })) };
+  });
+  return { messages, tools: JSON.stringify(row.tools) };
+}
+
+/**
+ * The `jsonStrings` export option, checked: undefined is false; anything but a boolean, or true with a
+ * format other than `trl-sft` / `trl-grpo`, is a ValidationError "invalid_argument".
+ */
+export function parseJsonStrings(value: unknown, format: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new ValidationError("invalid_argument", `jsonStrings must be a boolean, got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`);
+  if (value && !(JSON_STRING_FORMATS as readonly string[]).includes(format)) {
+    throw new ValidationError("invalid_argument", `jsonStrings applies to ${JSON_STRING_FORMATS.join(" and ")} only, not ${format}`);
+  }
+  return value;
 }
 
 /**
