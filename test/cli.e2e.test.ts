@@ -95,7 +95,7 @@ describe("llmix CLI", () => {
   });
 
   it("play takes typed tool calls and messages and shows reward components", () => {
-    const input = 'list_stock\norder_stock {"sku": "nope", "quantity": 2}\norder_stock {oops\nbogus_tool {}\nsay DONE\n';
+    const input = ':help\n:tools\nlist_stock\norder_stock {"sku": "nope", "quantity": 2}\norder_stock {oops\nbogus_tool {}\nhello, checking stock now\nsay DONE\n';
     const { code, stdout } = llmix(["play", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/easy/seed-1", "--seed", "4"], input);
     expect(code).toBe(0);
     expect(stdout).toContain('"sku": "SKU-');
@@ -105,6 +105,13 @@ describe("llmix CLI", () => {
     expect(stdout).toMatch(/unknown tool "bogus_tool"; valid tools: list_stock, order_stock/);
     expect(stdout).toContain("invalid_call=-0.1");
     expect(stdout).toContain("episode terminated (final_answer) · outcome 0 not passed");
+    // The help's example is a tool of this environment; :tools prints signatures with described arguments.
+    expect(stdout).toMatch(/call a tool, e\.g\. (list_stock|order_stock) \{/);
+    expect(stdout).toMatch(/^order_stock\(sku: string, quantity: integer\)  \[write\]$/m);
+    // Plain text is a message, never "arguments of hello are not valid JSON".
+    expect(stdout).not.toContain("arguments of hello");
+    // The end prints the verdict as a tree.
+    expect(stdout).toMatch(/outcome 0 not passed\nverdict:\n  \S/);
   });
 
   it.each([

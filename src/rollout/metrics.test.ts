@@ -78,4 +78,10 @@ describe("runMetrics", () => {
     expect(rows.map((r) => `${r.env}/${r.difficulty}:${r.episodes}`)).toEqual(["e/all:2", "e/easy:1", "e/hard:1"]);
     expect(rows[0]?.success_rate).toBe(0.5);
   });
+
+  it("orders difficulties all, easy, medium, hard, then others by name, within each env", () => {
+    const at = (env: string, difficulty: string) => episode({ env, difficulty, task_id: `${env}/${difficulty}/seed-1` });
+    const rows = runMetrics([at("b", "hard"), at("a", "medium"), at("a", "extreme"), at("a", "easy"), at("a", "hard"), at("a", "bonus")]);
+    expect(rows.map((r) => `${r.env}/${r.difficulty}`)).toEqual(["a/all", "a/easy", "a/medium", "a/hard", "a/bonus", "a/extreme", "b/all", "b/hard"]);
+  });
 });

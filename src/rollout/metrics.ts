@@ -120,7 +120,14 @@ export function sliceMetrics(episodes: readonly EpisodeRecord[], labels: { env: 
   };
 }
 
-/** Metrics per env: an "all" row, then one per difficulty; sorted by env and difficulty. */
+/** Where a difficulty sorts: "all" first, then the usual tiers from easy to hard, then any other by name. */
+const DIFFICULTY_ORDER = ["all", "easy", "medium", "hard"];
+function difficultyRank(difficulty: string): number {
+  const i = DIFFICULTY_ORDER.indexOf(difficulty);
+  return i === -1 ? DIFFICULTY_ORDER.length : i;
+}
+
+/** Metrics per env: an "all" row, then one per difficulty (easy, medium, hard, then others by name). */
 export function runMetrics(episodes: readonly EpisodeRecord[], k?: number): SliceMetrics[] {
   const slices = new Map<string, EpisodeRecord[]>();
   for (const e of episodes) {
@@ -130,10 +137,9 @@ export function runMetrics(episodes: readonly EpisodeRecord[], k?: number): Slic
       else slices.set(key, [e]);
     }
   }
+  const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   return [...slices.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([key, list]) => {
-      const [env, difficulty] = key.split("\u0000") as [string, string];
-      return sliceMetrics(list, { env, difficulty }, k);
-    });
+    .map(([key, list]) => ({ labels: key.split("\u0000") as [string, string], list }))
+    .sort(({ labels: [envA, a] }, { labels: [envB, b] }) => byName(envA, envB) || difficultyRank(a) - difficultyRank(b) || byName(a, b))
+    .map(({ labels: [env, difficulty], list }) => sliceMetrics(list, { env, difficulty }, k));
 }

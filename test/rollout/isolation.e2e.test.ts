@@ -35,7 +35,8 @@ describe("llmix rollout with hostile environments", () => {
       ...tasks("hostile/easy/seed-1", "hostile/hard/seed-2", "hostile/easy/seed-3", "hostile/easy/seed-4"), "--timeout", "2", "--run-id", "run-hang", "--json",
     ]);
     expect(code).toBe(0);
-    expect(stderr).toContain("1 episode(s) ended with an infrastructure error");
+    expect(stderr).toContain("1 of 4 episode(s) ended with an error (not scored)");
+    expect(stderr).toMatch(/\n  1 × episode_timeout: episode run-hang\/hostile\/hard\/seed-2\/g0 exceeded its time limit of 2000 ms/);
     expect(JSON.parse(stdout)).toMatchObject({ episodes: 4, ran: 4, errors: 1, run: { status: "finished" } });
     expect(outcomesOf("run-hang")).toEqual({
       "hostile/easy/seed-1": "ok 1", "hostile/hard/seed-2": "episode_timeout", "hostile/easy/seed-3": "ok 1", "hostile/easy/seed-4": "ok 1",

@@ -3,7 +3,7 @@
  * a user runs them (the built dist/cli/bin.js), against a file trajectory store in a temp directory.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -79,7 +79,9 @@ describe("llmix rollout", () => {
     expect(show.code).toBe(0);
     expect(show.stdout).toContain("── step 1 ──");
     expect(show.stdout).toMatch(/reward -?\d\.\d{3} \(.*step_cost/);
-    expect(show.stdout).toContain("verdict:");
+    // The verdict is a tree, one fact per line, never one long line of JSON.
+    expect(show.stdout).toMatch(/\nverdict:\n  score: 1\n  passed: true\n/);
+    for (const line of show.stdout.split("\n")) expect(line.length).toBeLessThan(400);
   });
 
   it("replays a stored episode exactly", () => {
@@ -190,5 +192,23 @@ describe("llmix rollout", () => {
       expect(stderr.trim().split("\n")).toHaveLength(1);
       expect(stderr).toMatch(pattern);
     }
+  });
+
+  it("a run whose every episode errored exits 1 and names the cause on stderr", () => {
+    const { code, stdout, stderr } = llmix(["rollout", "--env", "billing-dispute", "--policy", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "-n", "2", "--store", join(dir, "errors.db"), "--run-id", "run-errors"]);
+    expect(code).toBe(1);
+    expect(stdout).toContain("billing-dispute@1.");
+    expect(stderr).toMatch(/^llmix: 2 of 2 episode\(s\) ended with an error \(not scored\); see llmix episodes --run run-errors --status error\n  2 × policy_failed: openai policy: POST http:\/\/127\.0\.0\.1:9\/v1\/chat\/completions .*connection failed/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+
+  it("a reader given a store path that does not exist says so, and creates neither the file nor its folder", () => {
+    const missing = join(dir, "no", "such", "dir", "x.db");
+    for (const args of [["runs"], ["episodes", "--run", "r"], ["show", "--episode", "e"], ["export", "--run", "r", "--format", "jsonl", "--out", join(dir, "x.jsonl")]]) {
+      const { code, stderr } = llmix([...args, "--store", missing]);
+      expect(code, args.join(" ")).toBe(2);
+      expect(stderr.trim()).toBe(`llmix: unknown_store: no trajectory store at ${missing}; llmix rollout (or serve) --store ${missing} creates one`);
+    }
+    expect(existsSync(join(dir, "no"))).toBe(false);
   });
 });

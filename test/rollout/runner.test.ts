@@ -58,6 +58,30 @@ describe("rollout runner", () => {
     expect((await store.getRun("run-a"))?.status).toBe("finished");
   });
 
+  it("--advantage-on outcome: advantages rank a group by its outcomes alone; reward (the default) by total reward", async () => {
+    const store = memoryStore();
+    await rollout({ store, registry: builtinRegistry(), runId: "run-on-reward", config: config(), concurrency: 2 });
+    await rollout({ store, registry: builtinRegistry(), runId: "run-on-outcome", config: config({ advantage_on: "outcome" }), concurrency: 2 });
+    const byGroup = async (runId: string) => {
+      const groups = new Map<string, Awaited<ReturnType<typeof store.episodes>>>();
+      for (const e of await store.episodes({ run_id: runId })) groups.set(e.group_id, [...(groups.get(e.group_id) ?? []), e]);
+      return [...groups.values()].map((g) => g.sort((a, b) => a.group_index - b.group_index));
+    };
+    for (const [runId, value] of [["run-on-reward", (e: { total_reward: number }) => e.total_reward], ["run-on-outcome", (e: { outcome: number | null }) => e.outcome ?? 0]] as const) {
+      for (const group of await byGroup(runId)) {
+        const values = group.map(value);
+        const mean = values.reduce((a, b) => a + b, 0) / values.length;
+        // dr_grpo is value - group mean: it shows which value the advantages were computed on.
+        group.forEach((e, i) => expect(e.advantages?.dr_grpo).toBeCloseTo((values[i] as number) - mean, 9));
+        if (runId === "run-on-outcome" && new Set(values).size === 1) expect(group.every((e) => e.advantages?.grpo === 0)).toBe(true);
+      }
+    }
+    // The same episodes either way: only the advantages differ.
+    const rewards = async (runId: string) => (await store.episodes({ run_id: runId })).map((e) => e.total_reward).sort();
+    expect(await rewards("run-on-outcome")).toEqual(await rewards("run-on-reward"));
+    expect((await store.getRun("run-on-outcome"))?.config).toMatchObject({ advantage_on: "outcome" });
+  });
+
   it("gives the same episodes whatever the concurrency (episode ids, seeds and policies are deterministic)", async () => {
     const a = memoryStore();
     const b = memoryStore();
@@ -174,6 +198,7 @@ describe("rollout runner", () => {
     expect(await attempt({ difficulties: ["impossible"] })).toBe("invalid_argument");
     expect(await attempt({ task_ids: ["billing-dispute/easy/seed-1", "billing-dispute/easy/seed-1"], group: 1, n: 2 })).toBe("invalid_argument");
     expect(await attempt({}, { concurrency: 0 })).toBe("invalid_argument");
+    expect(await attempt({ advantage_on: "vibes" as never })).toBe("invalid_argument");
     expect(await store.listRuns()).toEqual([]);
     expect(await rollout({ store, registry: builtinRegistry(), resume: "run-missing" }).catch((e) => e.code)).toBe("unknown_run");
   });
