@@ -44,6 +44,25 @@ export function toolJsonSchema(input: z.ZodType): Schema {
   return schema;
 }
 
+/**
+ * The schema without its string length limits: OpenAI's strict mode documents `pattern` and `format` as
+ * its only string keywords and refuses others, so a request that sets `strict: true` sends this form
+ * (the tool still enforces the limits when the call arrives, and answers invalid_call past them).
+ */
+export function withoutLengthLimits(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutLengthLimits);
+  if (schema === null || typeof schema !== "object") return schema;
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema as Schema)) {
+    if (key === "minLength" || key === "maxLength") continue;
+    // Property names are data, not keywords: a property may be called maxLength.
+    out[key] = key === "properties" || key === "$defs"
+      ? Object.fromEntries(Object.entries(value as Schema).map(([name, sub]) => [name, withoutLengthLimits(sub)]))
+      : withoutLengthLimits(value);
+  }
+  return out;
+}
+
 /** @deprecated The tool schema is `toolJsonSchema`; this name is kept for code written against 0.1. */
 export const strictJsonSchema = toolJsonSchema;
 

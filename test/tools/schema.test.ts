@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { plainJsonSchema, strictJsonSchema, strictModeProblems, toolJsonSchema } from "../../src/index.js";
+import { plainJsonSchema, strictJsonSchema, strictModeProblems, toolJsonSchema, withoutLengthLimits } from "../../src/index.js";
 
 type Schema = Record<string, unknown>;
 
@@ -180,5 +180,18 @@ describe("strictModeProblems", () => {
         additionalProperties: false,
       }),
     ).toEqual([]);
+  });
+});
+
+describe("withoutLengthLimits", () => {
+  it("drops minLength and maxLength at every depth, and keeps a property that is called maxLength", () => {
+    const schema = toolJsonSchema(z.object({ maxLength: z.string().max(5), nested: z.object({ s: z.string().min(1).max(9) }), list: z.array(z.string().max(3)) }));
+    const stripped = withoutLengthLimits(schema) as { properties: Record<string, unknown> };
+    expect(JSON.stringify(stripped)).not.toMatch(/"(min|max)Length":\d/);
+    expect(Object.keys(stripped.properties)).toEqual(["maxLength", "nested", "list"]);
+    expect(stripped.properties.maxLength).toEqual({ type: "string" });
+    expect(strictModeProblems(stripped as Record<string, unknown>)).toEqual([]);
+    // The input is left as it was.
+    expect(JSON.stringify(schema)).toMatch(/"maxLength":5/);
   });
 });

@@ -5,6 +5,7 @@ import type { Policy } from "../../core/policy.js";
 import { runPolicy, type PolicyRun } from "../../core/run-policy.js";
 import type { AnyEnvironment } from "../../core/registry.js";
 import { builtinRegistry } from "../../envs/index.js";
+import { withoutLengthLimits } from "../../tools/schema.js";
 import { errorCode } from "../../../test/helpers.js";
 import {
   hang,
@@ -165,8 +166,11 @@ describe("an episode of billing-dispute against an OpenAI-compatible server", ()
       { role: "user", content: initial.rendered },
     ]);
     expect(first.body.tools).toEqual(
-      env.tools().map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters, strict: true } })),
+      env.tools().map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: withoutLengthLimits(t.parameters), strict: true } })),
     );
+    // Strict mode documents no string length keywords: none is sent, though the tools declare some.
+    expect(JSON.stringify(env.tools().map((t) => t.parameters))).toMatch(/"maxLength"/);
+    expect(JSON.stringify(first.body.tools)).not.toMatch(/"(max|min)Length"/);
     expect(first.body).toMatchObject({
       model: "test-model",
       stream: false,

@@ -50,6 +50,7 @@ import type {
 import type { Action, ToolSpec } from "../../core/contract.js";
 import { LlmixError, ValidationError } from "../../core/errors.js";
 import type { Policy, PolicyData, PolicyDecision, PolicyTurn } from "../../core/policy.js";
+import { withoutLengthLimits } from "../../tools/schema.js";
 
 /** How to reach the model and how to sample from it. Only `baseURL` and `model` are required. */
 export interface OpenAIPolicyConfig {
@@ -343,9 +344,11 @@ function checkCompletion(completion: unknown, endpoint: string): ChatCompletion 
 
 /** The function definition OpenAI-compatible servers expect for one of the episode's tools. */
 function toOpenAITool(tool: ToolSpec, strict: boolean): ChatCompletionTool {
+  // Strict mode refuses the length limits (see withoutLengthLimits); without it they are a useful hint.
+  const parameters = (strict ? withoutLengthLimits(tool.parameters) : tool.parameters) as ToolSpec["parameters"];
   return {
     type: "function",
-    function: { name: tool.name, description: tool.description, parameters: tool.parameters, ...(strict ? { strict: true } : {}) },
+    function: { name: tool.name, description: tool.description, parameters, ...(strict ? { strict: true } : {}) },
   };
 }
 
