@@ -20,13 +20,12 @@
  * The JSON strings render as strings through the stock dataset; `llmix_client.verl.LlmixMultiTurnSFTDataset`
  * (set `data.custom_cls`) decodes them into objects and drops the null fields before the chat template.
  */
-import { parquetWriteRows, type SchemaElement } from "hyparquet-writer";
-import type { StoredEpisode } from "../types.js";
-import type { RunRecord } from "../types.js";
-import { ParquetSink, type ExportFile } from "./output.js";
+import type { SchemaElement } from "hyparquet-writer";
+import type { RunRecord, StoredEpisode } from "../types.js";
+import type { ExportFile } from "./output.js";
 import { toMessages, type ChatMessage } from "./trl.js";
 import { toVerlToolSchema } from "./verl-tools.js";
-import { int64, listOf, struct, text, type KeyValue } from "./verl.js";
+import { int64, listOf, struct, text, writeParquetRows, type KeyValue } from "./verl.js";
 
 /** The top-level columns, in file order. */
 export const VERL_SFT_COLUMNS = ["messages", "tools", "extra_info"] as const;
@@ -146,24 +145,6 @@ export function toVerlSftRow(episode: StoredEpisode, index: number, tools: VerlS
 /** Write the `verl-sft` Parquet of `episodes`; returns the number of rows. */
 export async function writeVerlSft(run: RunRecord, episodes: AsyncIterable<StoredEpisode>, file: ExportFile, kvMetadata: KeyValue[]): Promise<number> {
   const tools = verlSftTools(run);
-  let rows = 0;
-  async function* sftRows(): AsyncGenerator<VerlSftRow> {
-    for await (const episode of episodes) {
-      const row = toVerlSftRow(episode, rows, tools);
-      if (!row) continue;
-      rows++;
-      yield row;
-    }
-  }
-  await parquetWriteRows({
-    writer: new ParquetSink(file),
-    rows: sftRows() as AsyncIterable<Record<string, unknown>>,
-    columns: VERL_SFT_COLUMNS.map((name) => ({ name })),
-    schema: verlSftSchema(),
-    // Rows are whole conversations (tens of KB with long tool outputs): a few hundred per group.
-    rowGroupSize: 500,
-    kvMetadata,
-    createdBy: "llmix (hyparquet-writer)",
-  });
-  return rows;
+  // Rows are whole conversations (tens of KB with long tool outputs): a few hundred per group.
+  return writeParquetRows(episodes, (episode, index) => toVerlSftRow(episode, index, tools), file, { columns: VERL_SFT_COLUMNS, schema: verlSftSchema(), rowGroupSize: 500 }, kvMetadata);
 }

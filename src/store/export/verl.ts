@@ -167,22 +167,36 @@ export function toVerlRow(episode: StoredEpisode, index: number, hasTools: boole
 /** Write the verl RL Parquet of `tasks` (one episode per distinct task); returns the number of rows. */
 export async function writeVerl(tasks: AsyncIterable<StoredEpisode>, tools: readonly ToolSpec[], file: ExportFile, kvMetadata: KeyValue[]): Promise<number> {
   const hasTools = toolNames(tools).length > 0;
+  // Rows are prompts (a few KB each): a couple of thousand per group keeps memory to a few MB.
+  return writeParquetRows(tasks, (episode, index) => toVerlRow(episode, index, hasTools), file, { columns: VERL_COLUMNS, schema: verlSchema(), rowGroupSize: 2000 }, kvMetadata);
+}
+
+/**
+ * Stream the rows `toRow` makes of `episodes` (null: no row for that one) into a Parquet file of the
+ * given table; returns how many rows were written. `toRow` gets the index the row will have.
+ */
+export async function writeParquetRows<Row>(
+  episodes: AsyncIterable<StoredEpisode>,
+  toRow: (episode: StoredEpisode, index: number) => Row | null,
+  file: ExportFile,
+  table: { columns: readonly string[]; schema: SchemaElement[]; rowGroupSize: number },
+  kvMetadata: KeyValue[],
+): Promise<number> {
   let rows = 0;
-  async function* verlRows(): AsyncGenerator<VerlRow> {
-    for await (const episode of tasks) {
-      const row = toVerlRow(episode, rows, hasTools);
-      if (!row) continue;
+  async function* made(): AsyncGenerator<Row> {
+    for await (const episode of episodes) {
+      const row = toRow(episode, rows);
+      if (row === null) continue;
       rows++;
       yield row;
     }
   }
   await parquetWriteRows({
     writer: new ParquetSink(file),
-    rows: verlRows() as AsyncIterable<Record<string, unknown>>,
-    columns: VERL_COLUMNS.map((name) => ({ name })),
-    schema: verlSchema(),
-    // Rows are prompts (a few KB each): a couple of thousand per group keeps memory to a few MB.
-    rowGroupSize: 2000,
+    rows: made() as AsyncIterable<Record<string, unknown>>,
+    columns: table.columns.map((name) => ({ name })),
+    schema: table.schema,
+    rowGroupSize: table.rowGroupSize,
     kvMetadata,
     createdBy: "llmix (hyparquet-writer)",
   });
