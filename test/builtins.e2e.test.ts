@@ -77,6 +77,7 @@ describe.each(BUILTIN_ENVIRONMENTS.map((entry) => [entry.id, entry] as const))("
     const local = entry.create();
     const initial = await local.reset(taskId, 4);
     const actions: Action[] = (await runPolicy(local, local.referenceSolver(), { maxSteps: local.maxSteps, initial })).transitions.map((t) => t.action);
+    const talks = Boolean(local.info.messages);
     await local.close();
 
     const created = await api<CreatedSession>(server.base, "POST", "/v1/sessions", { env: id, task_id: taskId, seed: 4 });
@@ -86,11 +87,13 @@ describe.each(BUILTIN_ENVIRONMENTS.map((entry) => [entry.id, entry] as const))("
     await client.connect(new StreamableHTTPClientTransport(new URL(`${server.base}/v1/sessions/${sessionId}/mcp`)));
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name)).toEqual(created.body.tools.map((t) => t.name));
+      // The environment's tools, plus send_message where a message is an action (a reply to the user).
+      expect(tools.map((t) => t.name)).toEqual([...created.body.tools.map((t) => t.name), ...(talks ? ["send_message"] : [])]);
       let components: Record<string, number> = {};
       for (const action of actions) {
-        if (action.type === "tool_call") {
-          const result = (await client.callTool({ name: action.tool, arguments: action.args as Record<string, unknown> })) as CallToolResult;
+        if (action.type === "tool_call" || talks) {
+          const call = action.type === "tool_call" ? { name: action.tool, arguments: action.args as Record<string, unknown> } : { name: "send_message", arguments: { content: action.content } };
+          const result = (await client.callTool(call)) as CallToolResult;
           components = (result.structuredContent as { reward_components: Record<string, number> }).reward_components;
         } else {
           const res = await api<StepResponse>(server.base, "POST", `/v1/sessions/${sessionId}/step`, { action });
