@@ -15,7 +15,7 @@ import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout
 import { rollout, type RolloutResult } from "../rollout/runner.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
-import { EXPORT_FORMATS, exportEpisodes, exportVerlTools } from "../store/export/index.js";
+import { EXPORT_FORMATS, exportEpisodes, exportVerlTools, whyEmpty } from "../store/export/index.js";
 import { openStore } from "../store/sqlite-store.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { renderTable } from "../qa/table.js";
@@ -373,8 +373,9 @@ export function registerRolloutCommands(program: Command): void {
           { run, episodes: store.streamEpisodes({ run_id: opts.run }) },
           { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }, jsonStrings: opts.jsonStrings },
         );
-        if (opts.json) return print(JSON.stringify(result, null, 2));
-        print(`wrote ${result.rows} ${result.format} rows (${result.bytes} bytes) to ${result.path}`);
+        const why = result.rows === 0 ? whyEmpty(await store.episodes({ run_id: opts.run }), { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }) : null;
+        if (opts.json) return print(JSON.stringify(why === null ? result : { ...result, empty_because: why }, null, 2));
+        print(`wrote ${result.rows} ${result.format} rows (${result.bytes} bytes) to ${result.path}${why === null ? "" : `: ${why}`}`);
       });
     });
 

@@ -10,7 +10,7 @@ import { runPolicy } from "../../core/run-policy.js";
 import { toStepRecord } from "../../core/trajectory.js";
 import { builtinRegistry } from "../../envs/index.js";
 import { episodeIdOf, type EpisodeRecord, type RunRecord, type StoredEpisode } from "../types.js";
-import { EXPORT_FORMATS, exportEpisodes, type ExportOptions } from "./index.js";
+import { EXPORT_FORMATS, exportEpisodes, whyEmpty, type ExportOptions } from "./index.js";
 import { renderResult, toMessages } from "./trl.js";
 
 // ---- fixtures -------------------------------------------------------------------------------------
@@ -532,5 +532,21 @@ describe("episodes of the billing-dispute environment (reference solver)", () =>
     expect(rows.map((r) => r.prompt[0].content)).toEqual(readJsonl(grpo.path).map((r) => (r.prompt as Array<{ content: string }>)[0]!.content));
     // One tools_kwargs shape for every environment (verl.test.ts reads three environments in one query).
     expect(Object.keys(rows[0]!.extra_info.tools_kwargs)).toEqual(["llmix"]);
+  });
+});
+
+describe("whyEmpty", () => {
+  const ep = (over: Partial<EpisodeRecord>) => ({ status: "ok", total_reward: 0.5, verdict: { passed: false }, difficulty: "easy", env: "billing-dispute", ...over }) as EpisodeRecord;
+
+  it("names the first condition that leaves no episode, with the counts", () => {
+    expect(whyEmpty([])).toBe("the run has no episodes");
+    expect(whyEmpty([ep({ status: "error" }), ep({ status: "error" })])).toBe("none of the run's 2 episode(s) passed: not ended with an error (error episodes are never exported)");
+    expect(whyEmpty([ep({ status: "error" }), ep({}), ep({})], { successesOnly: true })).toBe("none of the 2 episode(s) left of the run's 3 passed: --successes-only");
+    expect(whyEmpty([ep({ verdict: { passed: true } })], { successesOnly: true, minReward: 0.9 })).toBe("none of the run's 1 episode(s) passed: --min-reward 0.9");
+    expect(whyEmpty([ep({})], { difficulty: "hard" })).toBe("none of the run's 1 episode(s) passed: --difficulty hard");
+  });
+
+  it("is null when some episode would be exported", () => {
+    expect(whyEmpty([ep({ status: "error" }), ep({})], { env: "billing-dispute" })).toBeNull();
   });
 });

@@ -10,7 +10,7 @@
  */
 import { NotFoundError, ValidationError } from "../../core/errors.js";
 import type { JsonValue } from "../../core/json.js";
-import type { RunRecord, StoredEpisode } from "../types.js";
+import type { EpisodeRecord, RunRecord, StoredEpisode } from "../types.js";
 import { inStepOrder, toJsonlLines } from "./jsonl.js";
 import { ExportFile } from "./output.js";
 import { parseJsonStrings, toFunctionTools, toGrpoRow, toJsonStringRow, toSftRow } from "./trl.js";
@@ -134,15 +134,41 @@ function provenance(run: RunRecord, format: ExportFormat): Record<string, JsonVa
   return { format, run_id: run.run_id, env: run.env, env_version: run.env_version, policy: run.policy, policy_checkpoint: run.policy_checkpoint };
 }
 
+/** What an exported episode must be, in order, each condition named as a person would know it. */
+function conditions(filter: ExportFilter): Array<[name: string, holds: (e: EpisodeRecord) => boolean]> {
+  const out: Array<[string, (e: EpisodeRecord) => boolean]> = [["not ended with an error (error episodes are never exported)", (e) => e.status === "ok"]];
+  const { minReward, difficulty, env } = filter;
+  if (minReward !== undefined) out.push([`--min-reward ${minReward}`, (e) => e.total_reward >= minReward]);
+  if (filter.successesOnly) out.push(["--successes-only", (e) => passed(e.verdict)]);
+  if (difficulty !== undefined) out.push([`--difficulty ${difficulty}`, (e) => e.difficulty === difficulty]);
+  if (env !== undefined) out.push([`--env ${env}`, (e) => e.env === env]);
+  return out;
+}
+
+/**
+ * Why an export of these episodes (a run's, in full) with this filter has no row: the first condition
+ * that leaves none, with the counts before it. Null when some episode would be exported.
+ */
+export function whyEmpty(episodes: readonly EpisodeRecord[], filter: ExportFilter = {}): string | null {
+  if (episodes.length === 0) return "the run has no episodes";
+  let left = episodes;
+  for (const [name, holds] of conditions(filter)) {
+    const next = left.filter(holds);
+    if (next.length === 0) {
+      const before = left.length === episodes.length ? `the run's ${episodes.length} episode(s)` : `the ${left.length} episode(s) left of the run's ${episodes.length}`;
+      return `none of ${before} passed: ${name}`;
+    }
+    left = next;
+  }
+  return null;
+}
+
 /** The episodes an export takes: status ok, passing the filter, steps in order. */
 async function* selected(episodes: AsyncIterable<StoredEpisode>, filter: ExportFilter): AsyncGenerator<StoredEpisode> {
+  const checks = conditions(filter);
   for await (const stored of episodes) {
     const e = stored.episode;
-    if (e.status !== "ok") continue;
-    if (filter.minReward !== undefined && !(e.total_reward >= filter.minReward)) continue;
-    if (filter.successesOnly && !passed(e.verdict)) continue;
-    if (filter.difficulty !== undefined && e.difficulty !== filter.difficulty) continue;
-    if (filter.env !== undefined && e.env !== filter.env) continue;
+    if (!checks.every(([, holds]) => holds(e))) continue;
     const steps = inStepOrder(stored.steps);
     yield steps === stored.steps ? stored : { episode: e, steps };
   }
