@@ -77,3 +77,15 @@ describe("the package name", () => {
     }
   });
 });
+
+describe("the install", () => {
+  it("pulls no package whose engines exclude Node 20 (npm would warn EBADENGINE, and it may not run)", () => {
+    const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, { engines?: unknown }> };
+    const tooNew = Object.entries(lock.packages).flatMap(([path, meta]) => {
+      const node = (meta.engines as { node?: unknown } | undefined)?.node;
+      const floor = typeof node === "string" ? /^\s*>=?\s*v?(\d+)/.exec(node) : null;
+      return floor && Number(floor[1]) > 20 ? [`${path} (node ${node as string})`] : [];
+    });
+    expect(tooNew).toEqual([]);
+  });
+});
