@@ -13,7 +13,7 @@ import type { ToolResult } from "../core/contract.js";
 import type { JsonValue } from "../core/json.js";
 import type { Rng } from "../core/rng.js";
 import type { VirtualClock } from "../core/clock.js";
-import { formatIssues, withoutNullsAt } from "../core/validation.js";
+import { formatIssues, withNullsAt, withoutNullsAt } from "../core/validation.js";
 import { checkpointOf, type Sandbox, type SandboxCheckpoint } from "../sandboxes/sandbox.js";
 import type { AnyTool, ToolContext } from "./define.js";
 import {
@@ -160,19 +160,31 @@ function parseArgs(schema: z.ZodType, raw: unknown): Parsed {
   }
   const first = schema.safeParse(raw);
   if (first.success) return { ok: true, value: first.data };
-  // OpenAI strict mode sends null for optional fields it leaves out: drop exactly the nulls the schema
-  // refused (a required-nullable field keeps its null) and try again.
+  // Optional fields come two ways. OpenAI strict mode sends null for those it leaves out: drop exactly the
+  // nulls the schema refused. A model decoding without strict mode leaves them out where the published
+  // schema (strict mode's form: required but nullable) says null: fill null where an entry is missing.
+  // A path is filled once, so a required non-null field ends the retries instead of flipping.
   let candidate: unknown = raw;
   let error = first.error;
+  const filled = new Set<string>();
   for (let round = 0; round < 8; round++) {
-    const next = withoutNullsAt(candidate, error.issues.map((i) => i.path));
+    const paths = error.issues.map((i) => i.path);
+    const fresh = paths.filter((p) => !filled.has(JSON.stringify(p)));
+    for (const p of fresh) filled.add(JSON.stringify(p));
+    const missing = fresh.filter((p) => withNullsAt(candidate, [p]) !== candidate);
+    const next = withNullsAt(withoutNullsAt(candidate, fresh), missing);
     if (next === candidate) break;
     const retry = schema.safeParse(next);
     if (retry.success) return { ok: true, value: retry.data };
     candidate = next;
     error = retry.error;
   }
-  return { ok: false, message: formatIssues(first.error, "args") };
+  // Report what the caller sent, but only the problems no fill or drop resolved (a nullable field left
+  // out is not one); "received undefined" means the field is missing, so say that.
+  const unresolved = new Set(error.issues.map((i) => JSON.stringify(i.path)));
+  const issues = first.error.issues.filter((i) => unresolved.has(JSON.stringify(i.path)));
+  const report = issues.length > 0 ? new z.ZodError(issues) : first.error;
+  return { ok: false, message: formatIssues(report, "args").replace(/Invalid input: expected (\w+), received undefined/g, "missing (expected $1)") };
 }
 
 const PARTIAL_NOTE = "[partial result: the upstream response was cut short]";

@@ -139,6 +139,23 @@ describe("unknown tools and argument validation", () => {
     expect(seen).toEqual([{ a: null }, { a: null }]);
   });
 
+  it("a required nullable field left out (a model decoding without strict mode) reads as null; a required one is still required", async () => {
+    const seen: unknown[] = [];
+    const t = tool({
+      input: z.object({ id: z.string(), invoice: z.string().nullable(), nested: z.object({ n: z.number().nullable(), o: z.string().optional() }) }),
+      handler: (args) => (seen.push(args), "ok"),
+    });
+    const h = harness([t]);
+    expect((await h.call("t", { id: "c1", nested: {} })).status).toBe("ok");
+    expect((await h.call("t", { id: "c1", invoice: null, nested: { o: null } })).status).toBe("ok");
+    expect(seen).toEqual([{ id: "c1", invoice: null, nested: { n: null } }, { id: "c1", invoice: null, nested: { n: null } }]);
+    // A required non-nullable field is not filled in: the error names it, not a null the caller never sent.
+    const missing = await h.call("t", { invoice: null, nested: {} });
+    expect(missing).toMatchObject({ status: "invalid", error: { code: "invalid_argument" } });
+    expect(missing.error?.message).toBe("invalid arguments for t: args.id: missing (expected string)");
+    expect(seen).toHaveLength(2);
+  });
+
   it("the handler receives parsed (zod output) args", async () => {
     const seen: unknown[] = [];
     const t = tool({ input: z.object({ n: z.coerce.number(), s: z.string().trim() }), handler: (args) => (seen.push(args), "ok") });

@@ -841,7 +841,7 @@ class ToolTest(VerlTestCase):
         self.assertEqual(wrong_type[2], {"status": "invalid", "done": False})
         self.assertLess(wrong_type[1], 0)  # the invalid_call penalty, as the step reward
         self.assertIn("args.query", missing[0].text)
-        self.assertIn("received undefined", missing[0].text)
+        self.assertIn("missing (expected string)", missing[0].text)
         for response in (a_list, text):
             self.assertTrue(response[0].text.startswith("Invalid action: action.args: Invalid input: expected record"), response[0].text)
 
