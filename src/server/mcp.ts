@@ -16,7 +16,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { toLlmixError } from "../core/errors.js";
+import { ServiceError, toLlmixError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import type { TrajectoryStore } from "../store/types.js";
 import { callAction, callResult } from "./mcp-results.js";
@@ -63,7 +63,7 @@ export function createMcpServer(manager: SessionManager, sessionId: string, call
   // and for tools/call of a name the message tool may have.
   let listed: Promise<McpTool[]> | undefined;
   const tools = () =>
-    (listed ??= manager.tools(sessionId, caller).then(
+    (listed ??= inTurn(manager, sessionId, () => manager.tools(sessionId, caller)).then(
       (t) => t.mcp as unknown as McpTool[],
       (error: unknown) => {
         listed = undefined; // a failure (a busy session) is not kept: the next request asks again
@@ -95,7 +95,7 @@ export function createMcpServer(manager: SessionManager, sessionId: string, call
       // exactly as it would a step, so the reward an MCP caller sees is the one a trainer would see. The
       // message tool is the exception: it is no tool of the environment, so its arguments are checked here.
       const action = await callAction(name, args, tools);
-      step = (await manager.step(sessionId, action, caller)).value;
+      step = (await inTurn(manager, sessionId, () => manager.step(sessionId, action, caller))).value;
     } catch (error) {
       if (error instanceof McpError) throw error;
       throw toMcpError(error);
@@ -103,6 +103,38 @@ export function createMcpServer(manager: SessionManager, sessionId: string, call
     return callResult(step, nextEpisode);
   }) as never);
   return server;
+}
+
+/** Calls of one session's MCP clients that may wait for their turn; more are refused with session_busy. */
+export const MCP_QUEUE_LIMIT = 64;
+/** The last queued call of each session, per manager (HTTP makes one MCP server per request). */
+const turns = new WeakMap<SessionManager, Map<string, { tail: Promise<unknown>; waiting: number }>>();
+
+/**
+ * Run `fn` when the session's earlier MCP calls have finished. MCP clients call tools in parallel, and a
+ * session runs one operation at a time (a step acts on the state the previous one left), so MCP calls
+ * queue, in arrival order, where the HTTP API answers session_busy. The queue is bounded.
+ */
+function inTurn<T>(manager: SessionManager, sessionId: string, fn: () => Promise<T>): Promise<T> {
+  let queues = turns.get(manager);
+  if (!queues) turns.set(manager, (queues = new Map()));
+  const queue = queues.get(sessionId) ?? { tail: Promise.resolve(), waiting: 0 };
+  if (queue.waiting >= MCP_QUEUE_LIMIT) {
+    return Promise.reject(new ServiceError("session_busy", `session ${sessionId} has ${queue.waiting} MCP calls waiting already; wait for their results`));
+  }
+  queue.waiting++;
+  const run = queue.tail.then(fn, fn);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  queue.tail = settled;
+  queues.set(sessionId, queue);
+  void settled.then(() => {
+    queue.waiting--;
+    if (queue.waiting === 0 && queues?.get(sessionId) === queue) queues.delete(sessionId);
+  });
+  return run;
 }
 
 /** Serve `POST`/`GET`/`DELETE /v1/sessions/:id/mcp`: streamable HTTP, stateless, one MCP server per request. */

@@ -89,6 +89,19 @@ describe("MCP over streamable HTTP", () => {
     expect(step.truncated).toBe(false);
   });
 
+  it("parallel tool calls of a session wait for their turn instead of failing with session_busy", async () => {
+    const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
+    // Two clients, as an MCP host with parallel tool calls would use, firing at once.
+    const [a, b] = [await connect(created.session_id), await connect(created.session_id)];
+    const calls = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? a : b).callTool({ name: "get_agent_profile", arguments: {} }));
+    const results = await Promise.all(calls);
+    for (const result of results) {
+      expect(result.isError).toBe(false);
+      expect(meta(result).tool_result?.status).toBe("ok");
+    }
+    expect(manager.info(created.session_id).steps).toBe(8);
+  });
+
   it("plays a whole episode mixing transports: tool calls through MCP, messages through the step API, outcome 1", async () => {
     const actions = await referenceActions();
     expect(actions.some((a) => a.type === "tool_call")).toBe(true);
