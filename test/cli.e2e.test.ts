@@ -3,7 +3,8 @@
  * builds it first), on the docs example and on deliberately broken environments.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -113,6 +114,30 @@ describe("llmix CLI", () => {
     // The end prints the verdict as a tree.
     expect(stdout).toMatch(/outcome 0 not passed\nverdict:\n  \S/);
   });
+
+  it("new scaffolds an environment that passes check and its own test as generated; bad names and existing folders are refused", () => {
+    // Inside the checkout, so the generated module's `import ... from "llmix-rl"` resolves to this package.
+    mkdirSync(join(root, "scratch"), { recursive: true });
+    const dir = mkdtempSync(join(root, "scratch", "new-"));
+    try {
+      const made = spawnSync(process.execPath, [bin, "new", "ticket-triage"], { cwd: dir, encoding: "utf8", timeout: 60_000 });
+      expect(made.status, made.stderr).toBe(0);
+      expect(made.stdout).toContain("wrote ticket-triage/env.ts, ticket-triage/env.test.ts, ticket-triage/README.md");
+      const check = spawnSync(process.execPath, [bin, "check", "--module", "ticket-triage/env.ts", "--samples", "2", "--no-hacking"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
+      expect(check.status, check.stdout + check.stderr).toBe(0);
+      expect(check.stdout).toMatch(/ticket-triage@1\.0\.0: all \d+ checks passed/);
+      const own = spawnSync(process.execPath, ["--import", "tsx", "--test", "ticket-triage/env.test.ts"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
+      expect(own.status, own.stdout + own.stderr).toBe(0);
+      expect(own.stdout).toMatch(/# pass 2\n# fail 0/);
+      for (const [args, pattern] of [[["new", "Bad_Name"], /invalid_argument: environment name "Bad_Name" must be lowercase words/], [["new", "ticket-triage"], /invalid_argument: .*ticket-triage exists already/]] as const) {
+        const r = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: "utf8", timeout: 60_000 });
+        expect(r.status).toBe(2);
+        expect(r.stderr).toMatch(pattern);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 
   it.each([
     ["tasks", ["tasks", "billing-dispute", "-n", "5000"]],

@@ -15,6 +15,7 @@ import { play } from "./play.js";
 import { summarize } from "../core/registry.js";
 import { integer, loadRegistry, moduleOption, print, progressBar, registryWith } from "./options.js";
 import { registerMcpCommand } from "./mcp-command.js";
+import { registerNewCommand } from "./new-command.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
 
@@ -162,6 +163,7 @@ export function buildProgram(): Command {
 
   registerRolloutCommands(program);
   registerMcpCommand(program);
+  registerNewCommand(program);
   registerServeCommand(program);
   return program;
 }
