@@ -63,12 +63,13 @@ test("saying it is done without doing anything scores 0", async () => {
 An LLMix environment, scaffolded by \`llmix new ${name}\` from the guide's example. It works as generated:
 
 \`\`\`sh
-llmix check --module ${name}/env.ts                      # the QA checklist (every check must pass)
-llmix play ${name} --module ${name}/env.ts --task ${name}/easy/seed-1 --seed 1
-node --import tsx --test ${name}/env.test.ts              # its own test
+./node_modules/.bin/llmix check --module ${name}/env.ts          # the QA checklist (every check must pass)
+./node_modules/.bin/llmix play ${name} --module ${name}/env.ts --task ${name}/easy/seed-1 --seed 1
+node --import tsx --test ${name}/env.test.ts                      # its own test
 \`\`\`
 
-(In a checkout of LLMix itself, \`llmix\` is \`node dist/cli/bin.js\`.)
+(\`llmix\` is the command of the npm package \`llmix-rl\`; in a checkout of LLMix itself it is
+\`node dist/cli/bin.js\`. Never \`npx llmix\`: the registry's \`llmix\` is another project.)
 
 Change it into your task in this order, running \`llmix check\` after each step:
 
