@@ -69,7 +69,7 @@ async function refundEpisode(): Promise<{ env: BillingDispute; snapshot: Snapsho
 
 describe("snapshot -> restore -> snapshot", () => {
   it("is byte-identical after every step of many episodes (reference solver mixed with random actions)", async () => {
-    const ids = (["easy", "medium", "hard"] as const).flatMap((d) => Array.from({ length: 6 }, () => d)).map((d, i) => `billing-dispute/${d}/seed-${100 + i}`);
+    const ids = (["easy", "medium", "hard"] as const).flatMap((d) => Array.from({ length: 7 }, () => d)).map((d, i) => `billing-dispute/${d}/seed-${100 + i}`);
     const restores = await expectRoundTrips(() => new BillingDispute(), ids, { messageRate: 0.3, randomShares: [0, 0.2, 0.5, 1] });
     expect(restores).toBeGreaterThan(200);
   });

@@ -40,7 +40,7 @@ function sample(schema: Schema, rng: Rng, words: readonly string[], depth: numbe
   const type = nonNull.length === 0 || (nonNull.length < types.length && rng.bool(0.3)) ? "null" : rng.pick(nonNull);
   switch (type) {
     case "string":
-      return words.length > 0 && rng.bool(0.7) ? rng.pick(words) : rng.pick(["x", "test", "all", "/", "0", "yes"]);
+      return sampleString(schema, rng, words);
     case "integer":
     case "number": {
       const min = typeof schema.minimum === "number" ? schema.minimum : 0;
@@ -62,5 +62,36 @@ function sample(schema: Schema, rng: Rng, words: readonly string[], depth: numbe
     }
     default:
       return null;
+  }
+}
+
+/** Strings the policy falls back on when no word it has seen fits. */
+const STOCK = ["x", "test", "all", "/", "0", "yes", "a note for the record", "1234", "00000"];
+
+/**
+ * A string the schema admits, where it can: a word seen earlier (70%) or a stock one, within the
+ * schema's length limits and pattern. Refinements a JSON Schema cannot say (an IPv4 address, a field
+ * required only with another's value) are left to chance: the policy is random, not an oracle.
+ */
+function sampleString(schema: Schema, rng: Rng, words: readonly string[]): string {
+  const min = typeof schema.minLength === "number" ? schema.minLength : 0;
+  const max = typeof schema.maxLength === "number" ? schema.maxLength : Number.POSITIVE_INFINITY;
+  const pattern = typeof schema.pattern === "string" ? regExpOf(schema.pattern) : null;
+  const fits = (w: string) => w.length >= min && w.length <= max && (pattern === null || pattern.test(w));
+  const seen = words.filter(fits);
+  if (seen.length > 0 && rng.bool(0.7)) return rng.pick(seen);
+  const stock = STOCK.filter(fits);
+  if (stock.length > 0) return rng.pick(stock);
+  if (seen.length > 0) return rng.pick(seen);
+  // Nothing fits: at least the length is right.
+  return "x".repeat(Math.min(Math.max(min, 1), max));
+}
+
+/** A schema's pattern as a RegExp, or null when JavaScript cannot read it. */
+function regExpOf(pattern: string): RegExp | null {
+  try {
+    return new RegExp(pattern, "u");
+  } catch {
+    return null;
   }
 }
