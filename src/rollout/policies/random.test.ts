@@ -9,7 +9,7 @@ function strings(parameters: Record<string, unknown>, seen: string, n = 200): st
   const policy = randomPolicy("test", { messageRate: 0 });
   const out: string[] = [];
   for (let step = 1; step <= n; step++) {
-    const action = policy.act({ step, observation: { rendered: seen, tokens: 0 }, tools: [tool(parameters)] } as never) as { args: { s: unknown } };
+    const action = policy.act({ step, observation: { rendered: seen, tokens: 0 }, tools: [tool(parameters)] } as never) as unknown as { args: { s: unknown } };
     if (typeof action.args.s === "string") out.push(action.args.s);
   }
   return out;
