@@ -10,29 +10,15 @@ export function formatIssues(error: z.ZodError, root: string): string {
     .join("; ");
 }
 
+type Entries = Record<PropertyKey, unknown>;
+
 /**
  * A copy of `value` with null at the `paths` that name a missing entry of an object (optional fields a
  * model left out where the schema is strict mode's: required, but nullable). Returns `value` itself when
  * no entry is missing.
  */
 export function withNullsAt(value: unknown, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>): unknown {
-  let copy: unknown = value;
-  let changed = false;
-  for (const path of paths) {
-    if (path.length === 0) continue;
-    let parent: unknown = copy;
-    for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown> | null)?.[key];
-    const last = path[path.length - 1] as PropertyKey;
-    if (!parent || typeof parent !== "object" || Array.isArray(parent) || Object.hasOwn(parent, last)) continue;
-    if (!changed) {
-      copy = structuredClone(value);
-      changed = true;
-      parent = copy;
-      for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown>)[key];
-    }
-    (parent as Record<PropertyKey, unknown>)[last] = null;
-  }
-  return copy;
+  return editAt(value, paths, (parent, key) => !Object.hasOwn(parent, key), (parent, key) => void (parent[key] = null));
 }
 
 /**
@@ -40,21 +26,36 @@ export function withNullsAt(value: unknown, paths: ReadonlyArray<ReadonlyArray<P
  * fields the model filled with null). Returns `value` itself when no such entry exists.
  */
 export function withoutNullsAt(value: unknown, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>): unknown {
+  return editAt(value, paths, (parent, key) => parent[key] === null, (parent, key) => void delete parent[key]);
+}
+
+/**
+ * Apply `edit` to the entry each path names in a plain object of `value`, where `applies` says so; the
+ * copy is made on the first edit, so `value` itself comes back when nothing applied.
+ */
+function editAt(
+  value: unknown,
+  paths: ReadonlyArray<ReadonlyArray<PropertyKey>>,
+  applies: (parent: Entries, key: PropertyKey) => boolean,
+  edit: (parent: Entries, key: PropertyKey) => void,
+): unknown {
   let copy: unknown = value;
   let changed = false;
+  const parentIn = (root: unknown, path: ReadonlyArray<PropertyKey>) => {
+    let parent: unknown = root;
+    for (const key of path.slice(0, -1)) parent = (parent as Entries | null)?.[key];
+    return parent;
+  };
   for (const path of paths) {
     if (path.length === 0) continue;
-    let parent: unknown = copy;
-    for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown> | null)?.[key];
     const last = path[path.length - 1] as PropertyKey;
-    if (!parent || typeof parent !== "object" || Array.isArray(parent) || (parent as Record<PropertyKey, unknown>)[last] !== null) continue;
+    const parent = parentIn(copy, path);
+    if (!parent || typeof parent !== "object" || Array.isArray(parent) || !applies(parent as Entries, last)) continue;
     if (!changed) {
       copy = structuredClone(value);
       changed = true;
-      parent = copy;
-      for (const key of path.slice(0, -1)) parent = (parent as Record<PropertyKey, unknown>)[key];
     }
-    delete (parent as Record<PropertyKey, unknown>)[last];
+    edit(parentIn(copy, path) as Entries, last);
   }
   return copy;
 }
