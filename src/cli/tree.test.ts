@@ -31,4 +31,12 @@ describe("formatTree", () => {
   it("says (empty) and (none) for empty containers, and prints null and numbers plainly", () => {
     expect(formatTree({ a: {}, b: [], c: null, d: 1 / 3 })).toBe(["a:", "  (empty)", "b: (none)", "c: null", "d: 0.3333"].join("\n"));
   });
+
+  it("an agent's arguments nested without end print as a bounded tree, never a stack overflow", () => {
+    let nested: unknown = "bottom";
+    for (let i = 0; i < 5000; i++) nested = { a: nested };
+    const lines = formatTree({ args: nested }).split("\n");
+    expect(lines.length).toBeLessThanOrEqual(14);
+    expect(lines.at(-1)?.trim()).toBe("… (nested deeper than 12 levels)");
+  });
 });

@@ -6,16 +6,20 @@
 
 /** Render `value` as indented lines, `indent` spaces deep, wrapping strings at `width` columns. */
 export function formatTree(value: unknown, indent = 0, width = 100): string {
-  return treeLines(value, indent, width).join("\n");
+  return treeLines(value, indent, width, 0).join("\n");
 }
 
-function treeLines(value: unknown, indent: number, width: number): string[] {
+/** Levels shown as a tree; deeper values (an agent's arguments can nest without end) are elided. */
+const MAX_DEPTH = 12;
+
+function treeLines(value: unknown, indent: number, width: number, depth: number): string[] {
   const pad = " ".repeat(indent);
+  if (depth >= MAX_DEPTH && value !== null && typeof value === "object") return [`${pad}… (nested deeper than ${MAX_DEPTH} levels)`];
   if (Array.isArray(value)) {
     if (value.length === 0) return [`${pad}(none)`];
     return value.flatMap((item) => {
       if (isScalar(item)) return wrap(scalar(item), width - indent - 2).map((line, i) => `${pad}${i === 0 ? "- " : "  "}${line}`);
-      const [first = "", ...rest] = treeLines(item, indent + 2, width);
+      const [first = "", ...rest] = treeLines(item, indent + 2, width, depth + 1);
       return [`${pad}- ${first.trimStart()}`, ...rest];
     });
   }
@@ -29,7 +33,7 @@ function treeLines(value: unknown, indent: number, width: number): string[] {
         if (text.length <= room && !text.includes("\n")) return [`${pad}${key}: ${text}`];
         return [`${pad}${key}:`, ...wrap(text, width - indent - 2).map((line) => `${pad}  ${line}`)];
       }
-      return [`${pad}${key}:`, ...treeLines(item, indent + 2, width)];
+      return [`${pad}${key}:`, ...treeLines(item, indent + 2, width, depth + 1)];
     });
   }
   return wrap(scalar(value), width - indent).map((line) => `${pad}${line}`);

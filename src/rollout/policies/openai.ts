@@ -343,9 +343,16 @@ function checkCompletion(completion: unknown, endpoint: string): ChatCompletion 
 }
 
 /** The function definition OpenAI-compatible servers expect for one of the episode's tools. */
+/** Each tool's parameters in strict mode's form, made once (the same specs are sent on every turn). */
+const strictParameters = new WeakMap<object, ToolSpec["parameters"]>();
+
 function toOpenAITool(tool: ToolSpec, strict: boolean): ChatCompletionTool {
   // Strict mode refuses the length limits (see withoutLengthLimits); without it they are a useful hint.
-  const parameters = (strict ? withoutLengthLimits(tool.parameters) : tool.parameters) as ToolSpec["parameters"];
+  let parameters = tool.parameters;
+  if (strict) {
+    parameters = strictParameters.get(tool.parameters) ?? (withoutLengthLimits(tool.parameters) as ToolSpec["parameters"]);
+    strictParameters.set(tool.parameters, parameters);
+  }
   return {
     type: "function",
     function: { name: tool.name, description: tool.description, parameters, ...(strict ? { strict: true } : {}) },
