@@ -3,7 +3,7 @@
  * builds it first), on the docs example and on deliberately broken environments.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -123,6 +123,8 @@ describe("llmix CLI", () => {
       const made = spawnSync(process.execPath, [bin, "new", "ticket-triage"], { cwd: dir, encoding: "utf8", timeout: 60_000 });
       expect(made.status, made.stderr).toBe(0);
       expect(made.stdout).toContain("wrote ticket-triage/env.ts, ticket-triage/env.test.ts, ticket-triage/README.md");
+      // Written aside and renamed into place: no staging folder is left behind.
+      expect(readdirSync(dir)).toEqual(["ticket-triage"]);
       const check = spawnSync(process.execPath, [bin, "check", "--module", "ticket-triage/env.ts", "--samples", "2", "--no-hacking"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
       expect(check.status, check.stdout + check.stderr).toBe(0);
       expect(check.stdout).toMatch(/ticket-triage@1\.0\.0: all \d+ checks passed/);

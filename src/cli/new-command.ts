@@ -4,8 +4,8 @@
  * that passes `llmix check` as it stands, not a stub: a world, tools, tasks, a verifier, a reference
  * solver and probes, plus a test (node's own runner) and a README saying what to change first.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { ValidationError } from "../core/errors.js";
@@ -94,8 +94,17 @@ export function registerNewCommand(program: Command): void {
       const files = scaffold(name);
       const dir = resolve(opts.dir ?? name);
       if (existsSync(dir)) throw new ValidationError("invalid_argument", `${dir} exists already; choose another --dir or remove it`);
-      mkdirSync(dir, { recursive: true });
-      for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+      // Written aside, then renamed into place: a command killed midway leaves no half environment
+      // (which the next `llmix new` would refuse as existing).
+      mkdirSync(dirname(dir), { recursive: true });
+      const staging = mkdtempSync(join(dirname(dir), `.${basename(dir)}-`));
+      try {
+        for (const [file, text] of Object.entries(files)) writeFileSync(join(staging, file), text);
+        renameSync(staging, dir);
+      } catch (error) {
+        rmSync(staging, { recursive: true, force: true });
+        throw error;
+      }
       const shown = relative(process.cwd(), dir) || ".";
       print(`wrote ${Object.keys(files).map((f) => join(shown, f)).join(", ")}`);
       print(`next: llmix check --module ${join(shown, "env.ts")}   (then read ${join(shown, "README.md")})`);
