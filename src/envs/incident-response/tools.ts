@@ -194,9 +194,16 @@ export const terminal = terminalTool<World, Task>({
 
 // ---- firewall --------------------------------------------------------------------------------------
 
+/**
+ * The shape of an IPv4 address or CIDR range, published in the tool schemas so constrained decoders and
+ * random callers produce one; canonicalCidr still decides validity (octets, prefix, host bits) and says why.
+ */
+const ADDRESS_PATTERN = "^[0-9]{1,3}(\\.[0-9]{1,3}){3}(/[0-9]{1,2})?$";
+
 const addressArg = z
   .string()
   .max(64)
+  .meta({ pattern: ADDRESS_PATTERN })
   .nullable()
   .describe("An IPv4 address (1.2.3.4) or CIDR range (1.2.3.0/24); null for list");
 
@@ -364,7 +371,11 @@ export const accounts = defineTool({
 
 // ---- the report ------------------------------------------------------------------------------------
 
-const list = (what: string, example: string) => z.array(z.string().max(64)).max(64).describe(`${what}, e.g. ${example}; [] for none`);
+const list = (what: string, example: string, pattern?: string) =>
+  z
+    .array(pattern === undefined ? z.string().max(64) : z.string().max(64).meta({ pattern }))
+    .max(64)
+    .describe(`${what}, e.g. ${example}; [] for none`);
 
 export const fileIncidentReport = defineTool({
   name: "file_incident_report",
@@ -372,7 +383,7 @@ export const fileIncidentReport = defineTool({
     "File the incident report with its indicators and close the incident. This ends the episode: contain first. Give the attacker addresses, the compromised accounts, the affected hosts (by name, as in /srv/inventory/hosts.csv) and the technique.",
   input: z
     .strictObject({
-      addresses: list("Attacker IPv4 addresses", '["203.0.113.7"]'),
+      addresses: list("Attacker IPv4 addresses", '["203.0.113.7"]', ADDRESS_PATTERN),
       accounts: list("Compromised account usernames", '["jdoe"]'),
       hosts: list("Affected host names", '["bastion-01"]'),
       technique: z.enum(TECHNIQUES).describe("The attack technique"),

@@ -1,10 +1,10 @@
 /**
  * Policies by spec string, as `llmix rollout --policy` takes them:
  * - `oracle`: the environment's reference solver;
- * - `noisy-oracle:P`: the reference solver, but at each step with seeded probability P a random valid
+ * - `noisy-oracle:P`: the reference solver, but at each step with seeded probability P a random
  *   tool call or message instead (the oracle's own next action is kept for later) — mixed rewards
  *   within a group, which GRPO needs;
- * - `random`: valid random tool calls sampled from the tool schemas, and messages;
+ * - `random`: random tool calls sampled from the tool schemas (schema-valid; see random.ts), and messages;
  * - `replay:RUN`: the actions of the same task and group index stored in run RUN;
  * - `openai`: an OpenAI-compatible chat-completions server (configured by flags or environment).
  * A spec becomes a `PolicySource`, which makes one fresh policy per episode, after its reset.

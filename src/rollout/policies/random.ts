@@ -31,13 +31,25 @@ export function randomPolicy(seedKey: string | number, options: { messageRate?: 
   };
 }
 
+/**
+ * How often an optional (nullable) argument is left out. Low, because tools often need an optional
+ * argument for some values of another ("address is required for block"), which no strict-mode JSON
+ * Schema can state.
+ */
+const NULL_RATE = 0.15;
+
 function sample(schema: Schema, rng: Rng, words: readonly string[], depth: number): unknown {
-  if (Array.isArray(schema.anyOf)) return sample(rng.pick(schema.anyOf as Schema[]), rng, words, depth);
+  if (Array.isArray(schema.anyOf)) {
+    const branches = schema.anyOf as Schema[];
+    const values = branches.filter((b) => b.type !== "null");
+    if (values.length === 0 || (values.length < branches.length && rng.bool(NULL_RATE))) return null;
+    return sample(rng.pick(values), rng, words, depth);
+  }
   if (Array.isArray(schema.enum)) return rng.pick(schema.enum as unknown[]);
   if ("const" in schema) return schema.const;
   const types = Array.isArray(schema.type) ? (schema.type as string[]) : [schema.type as string];
   const nonNull = types.filter((t) => t !== "null");
-  const type = nonNull.length === 0 || (nonNull.length < types.length && rng.bool(0.3)) ? "null" : rng.pick(nonNull);
+  const type = nonNull.length === 0 || (nonNull.length < types.length && rng.bool(NULL_RATE)) ? "null" : rng.pick(nonNull);
   switch (type) {
     case "string":
       return sampleString(schema, rng, words);
@@ -66,7 +78,7 @@ function sample(schema: Schema, rng: Rng, words: readonly string[], depth: numbe
 }
 
 /** Strings the policy falls back on when no word it has seen fits. */
-const STOCK = ["x", "test", "all", "/", "0", "yes", "a note for the record", "1234", "00000"];
+const STOCK = ["x", "test", "all", "/", "0", "yes", "a note for the record", "1234", "00000", "192.0.2.1"];
 
 /**
  * A string the schema admits, where it can: a word seen earlier (70%) or a stock one, within the
