@@ -347,6 +347,33 @@ def _space_lengths(max_observation_length: int, max_action_length: Optional[int]
     return max_observation_length, max_action_length
 
 
+# gymnasium.spaces module id -> (module, LlmixText class), as _CLASSES.
+_TEXT_CLASSES: Dict[int, Tuple[Any, type]] = {}
+
+
+def text_space(max_length: int) -> Any:
+    """``gymnasium.spaces.Text(max_length, min_length=0, charset=TEXT_CHARSET)`` whose repr names the
+    charset instead of listing its characters (Gymnasium's own repr prints all of them, ~63,000). It is a
+    ``Text`` (isinstance, ==, sample, contains are Gymnasium's) and pickles by this function's name."""
+    spaces = importlib.import_module("gymnasium.spaces")
+    cached = _TEXT_CLASSES.get(id(spaces))
+    if cached is None or cached[0] is not spaces:
+
+        class LlmixText(spaces.Text):  # type: ignore[misc,name-defined]
+            def __repr__(self) -> str:
+                return (f"Text({self.min_length}, {self.max_length}, charset=llmix_client.gym.TEXT_CHARSET "
+                        f"({len(TEXT_CHARSET):,} characters))")
+
+            def __reduce__(self) -> Any:
+                # A class made inside a function cannot be pickled by reference: rebuild through
+                # text_space, then restore the instance's state (its seeded np_random included).
+                return (text_space, (self.max_length,), self.__dict__.copy())
+
+        cached = (spaces, LlmixText)
+        _TEXT_CLASSES[id(spaces)] = cached
+    return cached[1](max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+
+
 def gym_env_class() -> type:
     """The ``gymnasium.Env`` subclass wrapping ``LlmixEnv`` (gymnasium is imported here, not before). Also
     reachable as ``llmix_client.gym.LlmixGymEnv``, the entry point ``register_envs`` registers."""
@@ -386,8 +413,8 @@ def gym_env_class() -> type:
             resolved, self._owns_client = _resolve_client(client)
             self.core = LlmixEnv(resolved, env_id, **kwargs)
             self.render_mode = self.core.render_mode
-            self.observation_space = spaces.Text(max_length=obs_length, min_length=0, charset=TEXT_CHARSET)
-            self.action_space = spaces.Text(max_length=action_length, min_length=0, charset=TEXT_CHARSET)
+            self.observation_space = text_space(obs_length)
+            self.action_space = text_space(action_length)
 
         # gymnasium.make sets ``env.unwrapped.spec`` to an EnvSpec whose kwargs are what the environment
         # was made with; its wrappers and check_env deep-copy it and EnvSpec.make / to_json re-use it. A

@@ -110,6 +110,16 @@ class GymTest(ServerTestCase):
         self.assertEqual(env.action_space, Text(max_length=action_text_limit(DEFAULT_BODY_LIMIT), min_length=0, charset=TEXT_CHARSET))
         self.assertEqual(env.observation_space, Text(max_length=llmix_gym.MAX_OBSERVATION_LENGTH, min_length=0, charset=TEXT_CHARSET))
         self.assertEqual(env.action_space.max_length, 174_752)
+        # Gymnasium's Text repr lists the whole charset; ours names it.
+        self.assertLess(len(repr(env.observation_space)), 120, repr(env.observation_space))
+        self.assertIn("TEXT_CHARSET", repr(env.action_space))
+        self.assertIsInstance(env.action_space, Text)
+        restored = pickle.loads(pickle.dumps(env.action_space))  # (the stand-in's np_random cannot be pickled: unseeded)
+        self.assertEqual(restored, env.action_space)
+        self.assertEqual(repr(restored), repr(env.action_space))
+        restored.seed(5)
+        env.action_space.seed(5)
+        self.assertEqual(restored.sample(), env.action_space.sample())
         # The worst text of the action space (every character a \uXXXX escape) fits the body limit.
         worst = "€" * env.action_space.max_length
         self.assertLessEqual(step_body_bytes(worst), DEFAULT_BODY_LIMIT)
