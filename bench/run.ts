@@ -4,9 +4,10 @@
  * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions), and
  * the time the hacking analysis adds to `llmix check --all`.
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
- * written to bench/results.json and bench/RESULTS.md.
+ * written to bench/out/ (untracked). `npm run bench -- --record` writes them to the tracked
+ * bench/results.json and bench/RESULTS.md instead: the figures the docs quote, updated on purpose only.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import Database from "better-sqlite3";
 import { approximateTokenizer, Rng, runToolCall, toStepRecord, VirtualClock, type ToolContext } from "../src/index.js";
@@ -235,7 +236,10 @@ console.log("\nQA checklist: check --all (built-ins and the example), with and w
 const checklist: CheckTime = checkTime();
 console.log(`  ${checklist.envs} environments: ${checklist.with_hacking_s} s with the hacking analysis, ${checklist.without_hacking_s} s without (x${checklist.ratio}); ${checklist.passed ? "all passed" : "FAILED"}`);
 
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
+const recordResults = process.argv.includes("--record");
+const outDir = new URL(recordResults ? "./" : "./out/", import.meta.url);
+mkdirSync(outDir, { recursive: true });
+writeFileSync(new URL("./results.json", outDir), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -305,5 +309,6 @@ const md = [
   `${checklist.envs} environments: ${checklist.with_hacking_s} s with the hacking analysis, ${checklist.without_hacking_s} s without (x${checklist.ratio}); ${checklist.passed ? "every check passed" : "some checks FAILED"}.`,
   "",
 ].join("\n");
-writeFileSync(new URL("./RESULTS.md", import.meta.url), md);
-console.log("\nwrote bench/results.json and bench/RESULTS.md");
+writeFileSync(new URL("./RESULTS.md", outDir), md);
+const where = recordResults ? "bench/" : "bench/out/";
+console.log(`\nwrote ${where}results.json and ${where}RESULTS.md${recordResults ? "" : " (npm run bench -- --record writes the tracked bench/RESULTS.md)"}`);
