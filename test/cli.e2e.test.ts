@@ -3,7 +3,7 @@
  * builds it first), on the docs example and on deliberately broken environments.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -40,8 +40,28 @@ describe("llmix CLI", () => {
     expect(stdout).toContain("all 25 checks passed");
   });
 
+  it("check --module type-checks TypeScript first: a type error is reported as such, before anything runs", () => {
+    // Inside the repository, so "llmix-rl" resolves (package self-reference) as in a user's project.
+    const dir = join(root, "scratch", `typecheck-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    try {
+      const bad = join(dir, "bad.ts");
+      writeFileSync(bad, `${readFileSync(join(root, EXAMPLE), "utf8")}\nexport const wrong: number = "not a number";\n`);
+      const failed = llmix(["check", "--module", bad, "--samples", "2", "--no-hacking"]);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/module_type_errors: --module: 1 type error\(s\) \(TypeScript 5\.\d+\.\d+\)/);
+      expect(failed.stderr).toMatch(/bad\.ts\(\d+,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/);
+      expect(failed.stdout).not.toContain("PASS");
+      expect(failed.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      const skipped = llmix(["check", "--module", bad, "--samples", "2", "--no-hacking", "--no-typecheck"]);
+      expect(skipped.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("check --no-hacking skips the hacking analysis but keeps the audits", () => {
-    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "2", "--no-hacking"]);
+    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "2", "--no-hacking", "--no-typecheck"]);
     expect(code).toBe(0);
     expect(stdout).not.toMatch(/\bsensitivity\b/);
     expect(stdout).toMatch(/PASS\s+tool-crash\s/);
@@ -49,7 +69,7 @@ describe("llmix CLI", () => {
   });
 
   it("check --json reports figures", () => {
-    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "3", "--json"]);
+    const { code, stdout } = llmix(["check", "--module", EXAMPLE, "--samples", "3", "--json", "--no-typecheck"]);
     expect(code).toBe(0);
     const report = JSON.parse(stdout);
     expect(report).toMatchObject({ env: "inventory-restock", version: "1.0.0", passed: true });
@@ -62,7 +82,7 @@ describe("llmix CLI", () => {
     ["broken-leaky", "reset-isolation"],
     ["broken-snapshot", "snapshot-restore"],
   ])("check fails on %s, naming %s", (fixture, check) => {
-    const { code, stdout } = llmix(["check", "--module", `test/fixtures/${fixture}.ts`, "--samples", "3", "--json"]);
+    const { code, stdout } = llmix(["check", "--module", `test/fixtures/${fixture}.ts`, "--samples", "3", "--json", "--no-typecheck"]);
     expect(code).toBe(1);
     const report = JSON.parse(stdout);
     expect(report.passed).toBe(false);
@@ -161,7 +181,7 @@ describe("llmix CLI", () => {
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/extreme/seed-1", "--seed", "1"], /invalid_task_id: .*valid: easy, medium, hard/],
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "garbage", "--seed", "1"], /invalid_task_id: task id "garbage" must have three parts/],
     [["reset", "inventory-restock", "--module", EXAMPLE, "--task", "inventory-restock/easy/seed-1", "--seed", "-3"], /--seed must be an integer/],
-    [["check", "--module", EXAMPLE, "--bogus"], /unknown option '--bogus'; valid options of check: --all, --json, --samples, --no-hacking, --module/],
+    [["check", "--module", EXAMPLE, "--bogus"], /unknown option '--bogus'; valid options of check: --all, --json, --samples, --no-hacking, --no-typecheck, --module/],
     [["frobnicate"], /unknown command 'frobnicate'; valid commands: envs, tasks, reset, play, check/],
     [["tasks", "inventory-restock", "--module", EXAMPLE, "--split", "validation"], /unknown split "validation"; valid: train, eval/],
     [["check", "--module", "does/not/exist.ts"], /module_load_failed: --module does\/not\/exist.ts: no such file/],

@@ -18,6 +18,7 @@ import { registerMcpCommand } from "./mcp-command.js";
 import { registerNewCommand } from "./new-command.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
+import { requireWellTypedModules } from "./typecheck.js";
 
 /** Exit codes: 0 ok, 1 a check or command failed, 2 usage error. */
 const USAGE_CODES = new Set([
@@ -130,8 +131,13 @@ export function buildProgram(): Command {
     .option("--json", "print JSON")
     .option("--samples <n>", "task ids per difficulty", integer("--samples", 1, 10_000), 10)
     .option("--no-hacking", "skip the hacking analysis (sensitivity, invariance, robustness, leakage, memorization, task-space)")
+    .option("--no-typecheck", "load TypeScript --module files without type-checking them first")
     .addOption(moduleOption())
-    .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; hacking: boolean; module?: string[] }) => {
+    .action(async (envIds: string[], opts: { all?: boolean; json?: boolean; samples: number; hacking: boolean; typecheck: boolean; module?: string[] }) => {
+      if (opts.typecheck && opts.module) {
+        const note = await requireWellTypedModules(opts.module);
+        if (note) process.stderr.write(`llmix check: ${note}\n`);
+      }
       const { registry, moduleIds } = await loadRegistry(opts.module);
       const ids = opts.all ? registry.ids() : envIds.length > 0 ? envIds : moduleIds;
       if (ids.length === 0) {

@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   forbidden_statement: "A SQL statement that could reach outside the sandbox was refused.",
   sql_error: "A SQL statement failed.",
   module_load_failed: "A user environment module could not be loaded.",
+  module_type_errors: "A user environment module written in TypeScript has type errors.",
   invalid_config: "A configuration value is invalid.",
   verifier_failed: "A verifier could not score the episode.",
   internal: "An unexpected internal error.",
