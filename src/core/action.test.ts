@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ActionSchema, parseAction, wellFormedAction } from "./action.js";
+import { ActionSchema, MAX_ACTION_DEPTH, parseAction, wellFormedAction } from "./action.js";
 
 const CANDIDATES: unknown[] = [
   { type: "tool_call", tool: "peek", args: {} },
@@ -51,5 +51,22 @@ describe("parseAction", () => {
     expect(parseAction({ type: "tool_call", tool: "peek", args: { n: Number.NaN } }).problem).toBe("action.args.n: NaN is not a JSON number");
     expect(parseAction({ type: "tool_call", tool: "peek", args: [] }).problem).toMatch(/^action\.args: /);
     expect(parseAction({ type: "message" }).problem).toMatch(/^action\.content: /);
+  });
+});
+
+describe("actions nested too deep", () => {
+  const nested = (levels: number): unknown => {
+    let value: unknown = "x";
+    for (let i = 0; i < levels; i++) value = [value];
+    return value;
+  };
+
+  it("an action up to MAX_ACTION_DEPTH levels is fine; deeper is a problem naming the limit, without recursing into it", () => {
+    // The action is level 1 and args level 2, so args may nest MAX_ACTION_DEPTH - 2 arrays.
+    expect(parseAction({ type: "tool_call", tool: "t", args: { a: nested(MAX_ACTION_DEPTH - 2) } }).success).toBe(true);
+    const deeper = parseAction({ type: "tool_call", tool: "t", args: { a: nested(MAX_ACTION_DEPTH - 1) } });
+    expect(deeper.problem).toMatch(/^action\.args\.a(\[0\])+: nested deeper than 60 levels$/);
+    // 200,000 levels would overflow any recursive walk (JSON.stringify included).
+    expect(parseAction({ type: "tool_call", tool: "t", args: { a: nested(200_000) } }).problem).toContain("nested deeper than 60 levels");
   });
 });

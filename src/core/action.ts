@@ -54,7 +54,14 @@ export function wellFormedAction(value: unknown): Action | null {
   return null;
 }
 
-function jsonProblem(value: unknown, path: string, seen = new Set<object>()): string | null {
+/**
+ * Deepest nesting of objects and arrays an action may have (the action itself is level 1). Code after
+ * the step (validation, the step record, the store, which refuses records nested more than 64 levels)
+ * recurses, so a policy's endlessly nested arguments are an invalid call here, not a stack overflow there.
+ */
+export const MAX_ACTION_DEPTH = 60;
+
+function jsonProblem(value: unknown, path: string, seen = new Set<object>(), depth = 1): string | null {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -64,10 +71,11 @@ function jsonProblem(value: unknown, path: string, seen = new Set<object>()): st
     case "object": {
       if (value === null) return null;
       if (seen.has(value)) return `${path}: circular reference`;
+      if (depth > MAX_ACTION_DEPTH) return `${path}: nested deeper than ${MAX_ACTION_DEPTH} levels`;
       seen.add(value);
       const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [`.${k}`, v] as const);
       for (const [key, child] of entries) {
-        const problem = jsonProblem(child, `${path}${key}`, seen);
+        const problem = jsonProblem(child, `${path}${key}`, seen, depth + 1);
         if (problem) return problem;
       }
       seen.delete(value);

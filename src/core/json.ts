@@ -45,12 +45,13 @@ export function fingerprint(value: unknown): string {
   return sha256(canonicalJson(value));
 }
 
-/** A plain JSON copy of any value (what JSON.stringify keeps); a value JSON cannot hold becomes its string form. */
+/** A plain JSON copy of any value (what JSON.stringify keeps); a value JSON cannot hold becomes a string saying so. */
 export function toJsonValue(value: unknown): JsonValue {
   try {
     return JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-  } catch {
-    return String(value);
+  } catch (error) {
+    // String() of an object recurses as JSON.stringify does (a deep array overflows the stack again).
+    return typeof value === "object" || typeof value === "function" ? `[not JSON: ${(error as Error).message}]` : String(value);
   }
 }
 

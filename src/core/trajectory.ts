@@ -1,4 +1,5 @@
 import type { Action, Observation, StepResult, ToolResult, TrajectoryStepRecord } from "./contract.js";
+import { parseAction } from "./action.js";
 import { toJsonValue } from "./json.js";
 import type { PolicyData } from "./policy.js";
 
@@ -30,7 +31,8 @@ export function toStepRecord(input: StepRecordInput): TrajectoryStepRecord {
     policy_checkpoint: input.policyCheckpoint ?? null,
     step: input.step,
     observation: { rendered: input.observation.rendered, tokens: input.observation.tokens },
-    action: isAction(input.action) ? input.action : { type: "invalid", raw: toJsonValue(input.action) },
+    // Not a valid action (malformed, not JSON, nested too deep): kept raw, as far as JSON can hold it.
+    action: parseAction(input.action).success ? (input.action as Action) : { type: "invalid", raw: toJsonValue(input.action) },
     tool_result: (result.info.tool_result as ToolResult | undefined) ?? null,
     reward_components: { ...result.rewardComponents },
     terminated: result.terminated,
@@ -42,8 +44,3 @@ export function toStepRecord(input: StepRecordInput): TrajectoryStepRecord {
   return record;
 }
 
-function isAction(value: unknown): value is Action {
-  if (!value || typeof value !== "object") return false;
-  const v = value as Record<string, unknown>;
-  return (v.type === "tool_call" && typeof v.tool === "string") || (v.type === "message" && typeof v.content === "string");
-}

@@ -21,6 +21,8 @@ import {
 } from "../../src/index.js";
 import { SqlDatabase } from "../../src/sandboxes/database.js";
 import { MemoryFileSystem } from "../../src/sandboxes/filesystem.js";
+import { builtinRegistry } from "../../src/envs/index.js";
+import { toStepRecord } from "../../src/core/trajectory.js";
 
 interface World {
   db: SqlDatabase;
@@ -164,5 +166,25 @@ describe("a failed write call is all-or-nothing", () => {
     const b = await copy.step({ type: "tool_call", tool: "write", args: { name: "two.txt", fail: "domain" } });
     expect(b).toEqual(a);
     expect((await copy.snapshot()).world).toEqual((await env.snapshot()).world);
+  });
+});
+
+describe("an action nested too deep for JSON", () => {
+  const nested = (levels: number): unknown => {
+    let value: unknown = "x";
+    for (let i = 0; i < levels; i++) value = [value];
+    return value;
+  };
+
+  it("a step with endlessly nested arguments is an invalid call whose record the store can keep", async () => {
+    const env = builtinRegistry().get("billing-dispute").create();
+    const observation = await env.reset("billing-dispute/easy/seed-1", 1);
+    const action = { type: "tool_call", tool: "lookup_customer", args: { email: nested(200_000) } };
+    const result = await env.step(action as never);
+    expect(result.rewardComponents.invalid_call).toBeLessThan(0);
+    expect(result.observation.rendered).toContain("nested deeper than 60 levels");
+    const record = toStepRecord({ episodeId: "e", taskId: "billing-dispute/easy/seed-1", envVersion: "1", step: 1, observation, action, result });
+    expect(record.action).toEqual({ type: "invalid", raw: "[not JSON: Maximum call stack size exceeded]" });
+    expect(() => JSON.stringify(record)).not.toThrow();
   });
 });
