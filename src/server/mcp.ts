@@ -115,7 +115,7 @@ const turns = new WeakMap<SessionManager, Map<string, { tail: Promise<unknown>; 
  * session runs one operation at a time (a step acts on the state the previous one left), so MCP calls
  * queue, in arrival order, where the HTTP API answers session_busy. The queue is bounded.
  */
-function inTurn<T>(manager: SessionManager, sessionId: string, fn: () => Promise<T>): Promise<T> {
+export function inTurn<T>(manager: SessionManager, sessionId: string, fn: () => Promise<T>): Promise<T> {
   let queues = turns.get(manager);
   if (!queues) turns.set(manager, (queues = new Map()));
   const queue = queues.get(sessionId) ?? { tail: Promise.resolve(), waiting: 0 };

@@ -12,7 +12,7 @@ import type { Action } from "../../src/core/contract.js";
 import { LlmixError } from "../../src/core/errors.js";
 import { runPolicy } from "../../src/core/run-policy.js";
 import { builtinRegistry } from "../../src/envs/index.js";
-import { createMcpServer, mountMcp } from "../../src/server/mcp.js";
+import { createMcpServer, inTurn, MCP_QUEUE_LIMIT, mountMcp } from "../../src/server/mcp.js";
 import { SessionManager } from "../../src/server/sessions.js";
 
 const ENV = "billing-dispute";
@@ -100,6 +100,29 @@ describe("MCP over streamable HTTP", () => {
       expect(meta(result).tool_result?.status).toBe("ok");
     }
     expect(manager.info(created.session_id).steps).toBe(8);
+  });
+
+  it("a session's MCP queue holds MCP_QUEUE_LIMIT calls: the next is refused with session_busy, and the queue drains in order", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const order: number[] = [];
+    const queued = Array.from({ length: MCP_QUEUE_LIMIT }, (_, i) =>
+      inTurn(manager, "ses_queue", async () => {
+        await gate;
+        order.push(i);
+        return i;
+      }),
+    );
+    // The 65th call, while 64 wait: refused at once, naming how many wait.
+    await expect(inTurn(manager, "ses_queue", async () => -1)).rejects.toMatchObject({ code: "session_busy", message: expect.stringContaining("64 MCP calls waiting") });
+    // Another session's queue is its own.
+    await expect(inTurn(manager, "ses_other", async () => "other")).resolves.toBe("other");
+    release();
+    expect(await Promise.all(queued)).toEqual(Array.from({ length: MCP_QUEUE_LIMIT }, (_, i) => i));
+    expect(order).toEqual(Array.from({ length: MCP_QUEUE_LIMIT }, (_, i) => i));
+    // Drained: calls are taken again, and a failing call does not block the ones after it.
+    await expect(inTurn(manager, "ses_queue", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    await expect(inTurn(manager, "ses_queue", async () => "after")).resolves.toBe("after");
   });
 
   it("plays a whole episode mixing transports: tool calls through MCP, messages through the step API, outcome 1", async () => {
