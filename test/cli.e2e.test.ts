@@ -38,6 +38,8 @@ describe("llmix CLI", () => {
       expect(stdout).toMatch(new RegExp(`PASS\\s+${name.replace(":", "\\:")}\\s`));
     }
     expect(stdout).toContain("all 25 checks passed");
+    // The environment is named above its table as well as in the verdict under it.
+    expect(stdout.split("\n")[0]).toBe("inventory-restock@1.0.0: 25 checks");
   });
 
   it("check --module type-checks TypeScript first: a type error is reported as such, before anything runs", () => {

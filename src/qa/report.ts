@@ -26,5 +26,7 @@ export function formatCheckReport(report: CheckReport): string {
         ];
       }),
     ]);
-  return [renderTable(["", "check", "result"], rows), ...(trajectories.length ? ["", ...trajectories] : []), verdict].join("\n");
+  // Named above its table too, so with --all each table says whose it is before it starts.
+  const title = `${report.env}@${report.version}: ${report.checks.length} checks`;
+  return [title, renderTable(["", "check", "result"], rows), ...(trajectories.length ? ["", ...trajectories] : []), verdict].join("\n");
 }
