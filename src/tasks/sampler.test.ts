@@ -1,0 +1,174 @@
+import { describe, expect, it } from "vitest";
+import { LlmixError } from "../core/errors.js";
+import { Rng } from "../core/rng.js";
+import { dropFlatGroups, restoreSampler, TaskSampler, type SamplerSpec } from "./sampler.js";
+import { splitOf } from "./splits.js";
+
+const count = (ids: readonly string[]) => {
+  const out: Record<string, number> = {};
+  for (const id of ids) {
+    const cell = id.split("/").slice(0, 2).join("/");
+    out[cell] = (out[cell] ?? 0) + 1;
+  }
+  return out;
+};
+
+describe("TaskSampler: mixes", () => {
+  it("draws cells by weight, ids of its split only, the same ids for the same seed", () => {
+    const sampler = new TaskSampler({ spec: { kind: "mix", weights: { easy: 1, hard: 3 } }, family: "toy", seed: 4 });
+    const ids = sampler.next(4000);
+    const counts = count(ids);
+    expect(Object.keys(counts).sort()).toEqual(["toy/easy", "toy/hard"]);
+    expect((counts["toy/hard"] as number) / 4000).toBeCloseTo(0.75, 1);
+    expect(ids.every((id) => splitOf(id) === "train")).toBe(true);
+    expect(new TaskSampler({ spec: { kind: "mix", weights: { easy: 1, hard: 3 } }, family: "toy", seed: 4 }).next(4000)).toEqual(ids);
+    expect(new TaskSampler({ spec: { kind: "mix", weights: { easy: 1, hard: 3 } }, family: "toy", seed: 5 }).next(50)).not.toEqual(ids.slice(0, 50));
+    const evalIds = new TaskSampler({ spec: { kind: "mix", weights: { "other/medium": 1 } }, family: "toy", split: "eval" }).next(100);
+    expect(evalIds.every((id) => id.startsWith("other/medium/") && splitOf(id) === "eval")).toBe(true);
+  });
+
+  it("a restored state continues with exactly the ids an uninterrupted sampler draws", () => {
+    const spec: SamplerSpec = { kind: "curriculum", cells: ["easy", "medium", "hard"] };
+    const a = new TaskSampler({ spec, family: "toy", seed: 9 });
+    const b = new TaskSampler({ spec, family: "toy", seed: 9 });
+    const feed = (s: TaskSampler, ids: string[]) => s.observe(ids.map((task_id, i) => ({ task_id, outcome: task_id.includes("easy") ? 1 : i % 2 })));
+    for (let step = 0; step < 5; step++) {
+      feed(a, a.next(16, step));
+      feed(b, b.next(16, step));
+    }
+    // Through JSON, as a run's stored state would go.
+    const resumed = restoreSampler(JSON.parse(JSON.stringify(b.state())));
+    for (let step = 5; step < 10; step++) {
+      const expected = a.next(16, step);
+      expect(resumed.next(16, step)).toEqual(expected);
+      feed(a, expected);
+      feed(resumed, expected);
+    }
+    expect(resumed.state()).toEqual(a.state());
+  });
+});
+
+describe("TaskSampler: schedules", () => {
+  const spec: SamplerSpec = { kind: "schedule", stages: [{ at_step: 0, weights: { easy: 1 } }, { at_step: 100, weights: { hard: 1 } }] };
+
+  it("ramps linearly between stages and holds the last one", () => {
+    const sampler = new TaskSampler({ spec, family: "toy" });
+    expect(sampler.weights(0)).toEqual({ "toy/easy": 1, "toy/hard": 0 });
+    expect(sampler.weights(50)).toEqual({ "toy/easy": 0.5, "toy/hard": 0.5 });
+    expect(sampler.weights(100)).toEqual({ "toy/easy": 0, "toy/hard": 1 });
+    expect(sampler.weights(5000)).toEqual({ "toy/easy": 0, "toy/hard": 1 });
+    expect(count(sampler.next(200, 0))).toEqual({ "toy/easy": 200 });
+  });
+
+  it("steps instead with ramp: step", () => {
+    const sampler = new TaskSampler({ spec: { ...spec, ramp: "step" }, family: "toy" });
+    expect(sampler.weights(99)).toEqual({ "toy/easy": 1, "toy/hard": 0 });
+    expect(sampler.weights(100)).toEqual({ "toy/easy": 0, "toy/hard": 1 });
+  });
+});
+
+/**
+ * A scripted learner: three cells of rising difficulty, each with a skill that grows from practice in
+ * proportion to p(1 - p) (a GRPO group learns only where outcomes vary: nothing from a cell it always
+ * fails or always passes), and harder cells start higher the more the easier ones are mastered.
+ */
+function train(spec: SamplerSpec, seed: number): { episodes: number; sampledPassRate: number } {
+  const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
+  const skill = { easy: 0, medium: 0, hard: 0 };
+  const pass = () => ({ easy: sigmoid(skill.easy - 1), medium: sigmoid(skill.medium + 0.5 * skill.easy - 4), hard: sigmoid(skill.hard + 0.5 * skill.medium - 7) });
+  const sampler = new TaskSampler({ spec, family: "toy", seed });
+  const rng = Rng.fromKey("learner", seed);
+  let episodes = 0;
+  let passed = 0;
+  let counted = 0;
+  for (let step = 0; step < 5000; step++) {
+    const p = pass();
+    if (p.easy >= 0.8 && p.medium >= 0.8 && p.hard >= 0.8) return { episodes, sampledPassRate: passed / counted };
+    const results = sampler.next(16, step).map((task_id) => {
+      const cell = task_id.split("/")[1] as keyof typeof skill;
+      const outcome = rng.float() < p[cell] ? 1 : 0;
+      skill[cell] += 0.2 * p[cell] * (1 - p[cell]);
+      if (step >= 20) {
+        passed += outcome;
+        counted++;
+      }
+      return { task_id, outcome };
+    });
+    sampler.observe(results);
+    episodes += results.length;
+  }
+  return { episodes: Number.POSITIVE_INFINITY, sampledPassRate: passed / counted };
+}
+
+describe("TaskSampler: the adaptive curriculum", () => {
+  it("brings a scripted learner to 0.8 on every cell in fewer episodes than the uniform mix, sampling inside its band", () => {
+    for (const seed of [1, 2, 3]) {
+      const uniform = train({ kind: "mix", weights: { easy: 1, medium: 1, hard: 1 } }, seed);
+      const curriculum = train({ kind: "curriculum", cells: ["easy", "medium", "hard"] }, seed);
+      // Seen here: uniform 1872 / 1712 / 1744 episodes, curriculum 1584 / 1552 / 1552.
+      expect(curriculum.episodes, `seed ${seed}: curriculum ${curriculum.episodes}, uniform ${uniform.episodes}`).toBeLessThan(uniform.episodes);
+      expect(curriculum.sampledPassRate).toBeGreaterThanOrEqual(0.2);
+      expect(curriculum.sampledPassRate).toBeLessThanOrEqual(0.8);
+    }
+  });
+
+  it("weighs cells outside the band low but never to zero, and tries cells without results", () => {
+    const sampler = new TaskSampler({ spec: { kind: "curriculum", cells: ["easy", "medium", "hard"], explore: 0.1 }, family: "toy" });
+    expect(sampler.weights()).toEqual({ "toy/easy": 1 / 3, "toy/medium": 1 / 3, "toy/hard": 1 / 3 });
+    sampler.observe(Array.from({ length: 8 }, (_, i) => ({ task_id: `toy/easy/seed-${i}`, outcome: 1 })));
+    sampler.observe(Array.from({ length: 8 }, (_, i) => ({ task_id: `toy/medium/seed-${i}`, outcome: i % 2 })));
+    sampler.observe(Array.from({ length: 8 }, (_, i) => ({ task_id: `toy/hard/seed-${i}`, outcome: 0 })));
+    expect(sampler.passRates()).toEqual({ "toy/easy": 1, "toy/medium": 0.5, "toy/hard": 0 });
+    const w = sampler.weights();
+    expect(w["toy/medium"]).toBeGreaterThan(0.8);
+    expect(w["toy/easy"]).toBeGreaterThan(0.03);
+    expect(w["toy/hard"]).toBeCloseTo(w["toy/easy"] as number, 12);
+    // Results of cells it does not balance are ignored; bad outcomes are refused.
+    sampler.observe([{ task_id: "other/easy/seed-1", outcome: 1 }]);
+    expect(() => sampler.observe([{ task_id: "toy/easy/seed-1", outcome: 2 }])).toThrow(/outcome of toy\/easy\/seed-1 must be a number in \[0, 1\]/);
+  });
+});
+
+describe("dropFlatGroups (dynamic sampling)", () => {
+  it("drops groups whose rewards are all equal and counts them by pass rate", () => {
+    const groups = [
+      { rewards: [1, 1, 1, 1], outcomes: [1, 1, 1, 1] },
+      { rewards: [0.2, 0.2], outcomes: [0, 0] },
+      { rewards: [1, 0, 1, 0], outcomes: [1, 0, 1, 0] },
+      { rewards: [-0.1, -0.1], outcomes: [0, 0] },
+    ];
+    const report = dropFlatGroups(groups, (g) => g.rewards, (g) => g.outcomes);
+    expect(report.kept).toEqual([groups[2]]);
+    expect(report.dropped).toHaveLength(3);
+    expect(report.dropped_by_pass_rate).toEqual({ "1": 1, "0": 2 });
+  });
+});
+
+describe("TaskSampler: bad specs", () => {
+  it.each([
+    [{ kind: "mix", weights: {} }, /weights names no cell/],
+    [{ kind: "mix", weights: { easy: -1 } }, /weights\.easy must be a finite number >= 0/],
+    [{ kind: "mix", weights: { easy: 0 } }, /every weight is 0/],
+    [{ kind: "mix", weights: { "Bad Cell": 1 } }, /"Bad Cell" is not a cell/],
+    [{ kind: "schedule", stages: [] }, /needs stages/],
+    [{ kind: "schedule", stages: [{ at_step: 5, weights: { easy: 1 } }, { at_step: 5, weights: { hard: 1 } }] }, /stages\[1\]\.at_step must be after/],
+    [{ kind: "curriculum", cells: [] }, /needs cells/],
+    [{ kind: "curriculum", cells: ["easy"], band: [0.9, 0.1] }, /band must be \[low, high\]/],
+    [{ kind: "curriculum", cells: ["easy"], window: 0 }, /window must be an integer/],
+    [{ kind: "bandit" }, /unknown kind "bandit"/],
+  ])("%j is refused", (spec, message) => {
+    expect(() => new TaskSampler({ spec: spec as SamplerSpec, family: "toy" })).toThrow(message);
+    try {
+      new TaskSampler({ spec: spec as SamplerSpec, family: "toy" });
+    } catch (error) {
+      expect((error as LlmixError).code).toBe("invalid_argument");
+    }
+  });
+
+  it("refuses a bad n, step or state", () => {
+    const sampler = new TaskSampler({ spec: { kind: "mix", weights: { easy: 1 } }, family: "toy" });
+    expect(() => sampler.next(-1)).toThrow(/n must be an integer >= 0/);
+    expect(() => sampler.next(1, 1.5)).toThrow(/step must be an integer >= 0/);
+    expect(() => restoreSampler({} as never)).toThrow(/what TaskSampler.state\(\) returned/);
+  });
+});
