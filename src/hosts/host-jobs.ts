@@ -9,7 +9,8 @@ import { ValidationError } from "../core/errors.js";
 import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
 import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
-import type { HostJob } from "./protocol.js";
+import { restoreSampler, TaskSampler, type SamplerConfig, type SamplerSpec, type SamplerState } from "../tasks/sampler.js";
+import type { HostJob, SampleTasksRequest } from "./protocol.js";
 
 /** One environment as GET /v1/envs/:env describes it. */
 export interface EnvDetail extends EnvironmentSummary {
@@ -29,6 +30,8 @@ export async function runJob(registry: EnvironmentRegistry, job: HostJob): Promi
       return envDetail(registry, job.env);
     case "tasks":
       return listTasks(registry, job.env, job.query);
+    case "sample":
+      return sampleTasks(registry, job.env, job.request);
     case "replay":
       return replay(registry, job);
   }
@@ -66,6 +69,45 @@ async function listTasks(registry: EnvironmentRegistry, id: string, query: Recor
         seed: intParam(query.seed, "seed", 0, 0xffffffff, 0),
       }),
     };
+  } finally {
+    await env.close();
+  }
+}
+
+/** What POST /v1/tasks/sample answers: the ids, and the state to send back with the next request. */
+export interface SampledTasks {
+  task_ids: string[];
+  state: SamplerState;
+  /** Each cell's weight at this step (they sum to 1). */
+  weights: Record<string, number>;
+  /** Each cell's recent pass rate, null with too few results. */
+  pass_rates: Record<string, number | null>;
+}
+
+/**
+ * Feed a sampler the results of its last tasks and draw the next ones. Stateless on the service: a new
+ * sampler from `spec` (with split and seed), or one continued from the `state` the last answer gave.
+ */
+async function sampleTasks(registry: EnvironmentRegistry, id: string, request: SampleTasksRequest): Promise<SampledTasks> {
+  const env = registry.get(id).create();
+  try {
+    const { families, difficulties } = env.tasks;
+    let sampler: TaskSampler;
+    if (request.state !== undefined) {
+      sampler = restoreSampler(request.state as SamplerState);
+    } else {
+      const config: SamplerConfig = { spec: request.spec as SamplerSpec, family: families[0] as string, split: request.split ?? "train", seed: request.seed ?? 0 };
+      sampler = new TaskSampler(config);
+    }
+    for (const cell of sampler.cellKeys) {
+      const [family, difficulty] = cell.split("/") as [string, string];
+      if (!families.includes(family) || !difficulties.includes(difficulty)) {
+        throw new ValidationError("invalid_argument", `cell ${cell} is not one of ${id}'s: families ${families.join(", ")}; difficulties ${difficulties.join(", ")}`);
+      }
+    }
+    sampler.observe(request.results ?? []);
+    const task_ids = sampler.next(request.n ?? 10, request.step ?? 0);
+    return { task_ids, state: sampler.state(), weights: sampler.weights(request.step ?? 0), pass_rates: sampler.passRates() };
   } finally {
     await env.close();
   }

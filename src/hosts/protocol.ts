@@ -77,11 +77,23 @@ export type HostRequest =
   | { id: number; kind: "close"; sid: string; created_at: string; closed_at: string }
   | { id: number; kind: "job"; job: HostJob };
 
+/** POST /v1/tasks/sample, validated by the serving thread's schema (SampleTasksBody) before it gets here. */
+export interface SampleTasksRequest {
+  spec?: unknown;
+  state?: unknown;
+  split?: "train" | "eval";
+  seed?: number;
+  n?: number;
+  step?: number;
+  results?: Array<{ task_id: string; outcome: number }>;
+}
+
 /** Work that belongs to no session (heavy or environment-defined, so it runs on a host too). */
 export type HostJob =
   | { kind: "summaries" }
   | { kind: "env_detail"; env: string }
   | { kind: "tasks"; env: string; query: Record<string, unknown> }
+  | { kind: "sample"; env: string; request: SampleTasksRequest }
   | { kind: "replay"; stored: StoredEpisode; env_options: Record<string, unknown> };
 
 /** A session as it starts (what `open` answers; the client's create response is built from it). */

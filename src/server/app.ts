@@ -17,7 +17,7 @@ import { LlmixError, NotFoundError, ServiceError, ValidationError } from "../cor
 import type { JsonValue } from "../core/json.js";
 import type { EnvironmentRegistry, EnvironmentSummary } from "../core/registry.js";
 import { formatIssues } from "../core/validation.js";
-import type { EnvDetail } from "../hosts/host-jobs.js";
+import type { EnvDetail, SampledTasks } from "../hosts/host-jobs.js";
 import type { HostJob } from "../hosts/protocol.js";
 import type { ReplayReport } from "../rollout/replay.js";
 import type { EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
@@ -25,7 +25,7 @@ import { bearerToken, isLoopbackHostHeader, isLoopbackOrigin, type RouteScope, t
 import { errorBody, parseRequestJson, sendError, statusOf, toServiceError } from "./http-errors.js";
 import { JsonText } from "./json-text.js";
 import { ServiceMetrics } from "./metrics.js";
-import { buildOpenApi, ForkSessionBody, MAX_ID_CHARS, NewSessionBody, RestoreBody, type RouteInfo } from "./openapi.js";
+import { buildOpenApi, ForkSessionBody, MAX_ID_CHARS, NewSessionBody, RestoreBody, SampleTasksBody, type RouteInfo } from "./openapi.js";
 import { SessionManager, type Caller, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
 import { registerWebSocketRoute } from "./ws.js";
 
@@ -151,6 +151,14 @@ export class ServiceOperations {
     const id = this.registry.get(idParam(envId, "env")).id;
     const { difficulty, n, split, seed } = query;
     return (await this.manager.job({ kind: "tasks", env: id, query: { difficulty, n, split, seed } })) as { task_ids: string[] };
+  }
+
+  /** POST /v1/tasks/sample: draw task ids from a sampler the caller keeps the state of. */
+  async sampleTasks(body: unknown): Promise<SampledTasks> {
+    const value = parseWith(SampleTasksBody, requireObjectBody(body, "{env, spec | state, n?, step?, results?}"));
+    const id = this.registry.get(value.env).id;
+    const { env: _env, ...request } = value;
+    return (await this.manager.job({ kind: "sample", env: id, request })) as SampledTasks;
   }
 
   /** POST /v1/sessions: {env, task_id, seed, policy_checkpoint?, record?} or {snapshot, policy_checkpoint?, record?}. */
@@ -444,6 +452,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
 
   app.get("/v1/envs", async () => operations.envs());
   app.get("/v1/envs/:env", async (request) => operations.env((request.params as { env: string }).env));
+  app.post("/v1/tasks/sample", async (request) => operations.sampleTasks(request.body));
   app.get("/v1/envs/:env/tasks", async (request) => operations.tasks((request.params as { env: string }).env, (request.query ?? {}) as Record<string, unknown>));
 
   const id = (request: FastifyRequest) => (request.params as { id: string }).id;

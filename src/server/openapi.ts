@@ -42,6 +42,27 @@ export const StepBody = z.object({
     .describe('{"type":"tool_call","tool":NAME,"args":{...},"call_id"?:ID} or {"type":"message","content":TEXT}'),
 });
 
+/** POST /v1/tasks/sample: a new sampler (spec) or the state of the last answer, results, and how many to draw. */
+export const SampleTasksBody = z
+  .object({
+    env: z.string().min(1).max(MAX_ID_CHARS).describe("Environment id, e.g. billing-dispute."),
+    spec: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('A new sampler: {"kind":"mix","weights":{...}}, {"kind":"schedule","stages":[...]} or {"kind":"curriculum","cells":[...]} (docs/tasks.md).'),
+    state: z.record(z.string(), z.unknown()).optional().describe("The `state` of the last answer: continue that sampler."),
+    split: z.enum(["train", "eval"]).optional().describe("A new sampler's split (default train)."),
+    seed: z.number().int().min(0).max(0xffffffff).optional().describe("A new sampler's seed (default 0)."),
+    n: z.number().int().min(0).max(100_000).optional().describe("Task ids to draw (default 10)."),
+    step: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe("The training step (schedules ramp over it; default 0)."),
+    results: z
+      .array(z.object({ task_id: z.string().min(1).max(MAX_ID_CHARS), outcome: z.number().min(0).max(1) }))
+      .max(100_000)
+      .optional()
+      .describe("Outcomes of tasks drawn before, for an adaptive curriculum."),
+  })
+  .refine((b) => (b.spec === undefined) !== (b.state === undefined), { message: "give either spec (a new sampler) or state (continue one), not both or neither" });
+
 /** POST /v1/sessions/{id}/restore. */
 export const RestoreBody = z.object({ snapshot });
 
@@ -123,6 +144,25 @@ const OPERATIONS: Record<string, Json> = {
     responses: {
       ...ok("Task ids.", { type: "object", required: ["task_ids"], properties: { task_ids: { type: "array", items: { type: "string" } } } }),
       ...errors("invalid_argument", "unknown_env"),
+      ...AUTH,
+    },
+  },
+  "POST /v1/tasks/sample": {
+    operationId: "sampleTasksAdaptively",
+    summary: "Draw task ids from a sampler (a mix, a schedule or an adaptive curriculum), feeding it the outcomes of earlier ones; send the answer's state back to continue it.",
+    requestBody: body(SampleTasksBody, "A new sampler (spec) or the last state, with results and n."),
+    responses: {
+      ...ok("Task ids and the sampler's state.", {
+        type: "object",
+        required: ["task_ids", "state", "weights", "pass_rates"],
+        properties: {
+          task_ids: { type: "array", items: { type: "string" } },
+          state: { type: "object", description: "Send back as `state` to continue this sampler." },
+          weights: { type: "object", additionalProperties: { type: "number" } },
+          pass_rates: { type: "object", additionalProperties: { type: ["number", "null"] } },
+        },
+      }),
+      ...errors("invalid_argument", "invalid_json", "unknown_env"),
       ...AUTH,
     },
   },

@@ -170,5 +170,11 @@ describe("TaskSampler: bad specs", () => {
     expect(() => sampler.next(-1)).toThrow(/n must be an integer >= 0/);
     expect(() => sampler.next(1, 1.5)).toThrow(/step must be an integer >= 0/);
     expect(() => restoreSampler({} as never)).toThrow(/what TaskSampler.state\(\) returned/);
+    const good = sampler.state();
+    expect(() => restoreSampler({ ...good, rng: { key: "k", s: [0, 0, 0, 0] } })).toThrow(/state\.rng: RNG state must not be all zero/);
+    expect(() => restoreSampler({ ...good, drawn: -1 })).toThrow(/state\.drawn must be an integer >= 0/);
+    expect(() => restoreSampler({ ...good, results: { "toy/hard": [1] } })).toThrow(/not a cell of this sampler/);
+    expect(() => restoreSampler({ ...good, results: { "toy/easy": [1, "x"] } as never })).toThrow(/outcomes in \[0, 1\]/);
+    expect(() => restoreSampler({ ...good, config: { ...good.config, spec: { kind: "mix", weights: { easy: -2 } } } })).toThrow(/weights\.easy must be a finite number/);
   });
 });

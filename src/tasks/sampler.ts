@@ -92,7 +92,8 @@ export class TaskSampler {
   constructor(config: SamplerConfig, state?: Omit<SamplerState, "config">) {
     this.config = validateConfig(config);
     this.cells = cellsOf(this.config);
-    this.rng = state ? Rng.fromState(state.rng) : Rng.fromKey("task-sampler", this.config.family, this.config.seed ?? 0);
+    if (state) checkState(state, this.cells);
+    this.rng = state ? rngOf(state.rng) : Rng.fromKey("task-sampler", this.config.family, this.config.seed ?? 0);
     this.drawn = state?.drawn ?? 0;
     this.results = new Map(Object.entries(state?.results ?? {}).map(([k, v]) => [k, [...v]]));
   }
@@ -301,6 +302,27 @@ function validateConfig(config: SamplerConfig): SamplerConfig {
       bad(`unknown kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; valid: mix, schedule, curriculum`);
   }
   return config;
+}
+
+/** A state's stream, or invalid_argument (a sampler state comes from a client, not a snapshot). */
+function rngOf(state: RngState): Rng {
+  try {
+    return Rng.fromState(state);
+  } catch (error) {
+    bad(`state.rng: ${(error as Error).message}`);
+  }
+}
+
+/** A state's counters and results are what `state()` writes: numbers in range, for this sampler's cells. */
+function checkState(state: Omit<SamplerState, "config">, cells: readonly CellKey[]): void {
+  if (!Number.isSafeInteger(state.drawn) || state.drawn < 0) bad(`state.drawn must be an integer >= 0, got ${JSON.stringify(state.drawn)}`);
+  if (!state.results || typeof state.results !== "object" || Array.isArray(state.results)) bad("state.results must be an object of cell -> outcomes");
+  for (const [cell, outcomes] of Object.entries(state.results)) {
+    if (!cells.includes(cell)) bad(`state.results has ${JSON.stringify(cell)}, not a cell of this sampler`);
+    if (!Array.isArray(outcomes) || outcomes.length > 100_000 || !outcomes.every((o) => typeof o === "number" && o >= 0 && o <= 1)) {
+      bad(`state.results["${cell}"] must be at most 100000 outcomes in [0, 1]`);
+    }
+  }
 }
 
 function cellsOf(config: SamplerConfig): CellKey[] {

@@ -78,6 +78,39 @@ describe("catalogue", () => {
     expect((await api(base, "GET", "/v1/envs/nope/tasks")).body.error.code).toBe("unknown_env");
   });
 
+  it("POST /v1/tasks/sample draws from a sampler whose state the caller sends back, learning from results", async () => {
+    const spec = { kind: "curriculum", cells: ["easy", "medium", "hard"], min_results: 2 };
+    const first = await api(base, "POST", "/v1/tasks/sample", { env: "billing-dispute", spec, n: 6, seed: 3 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.task_ids).toHaveLength(6);
+    for (const id of first.body.task_ids) expect(id).toMatch(/^billing-dispute\/(easy|medium|hard)\/seed-\d+$/);
+    expect(first.body.weights).toEqual({ "billing-dispute/easy": expect.any(Number), "billing-dispute/medium": expect.any(Number), "billing-dispute/hard": expect.any(Number) });
+    // Easy always passes, hard always fails: both leave the band, medium is drawn most.
+    const results = ["easy", "medium", "hard"].flatMap((d, i) => Array.from({ length: 4 }, (_, k) => ({ task_id: `billing-dispute/${d}/seed-${k}`, outcome: i === 0 ? 1 : i === 1 ? k % 2 : 0 })));
+    const next = await api(base, "POST", "/v1/tasks/sample", { env: "billing-dispute", state: first.body.state, results, n: 200, step: 1 });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+    expect(next.body.pass_rates).toEqual({ "billing-dispute/easy": 1, "billing-dispute/medium": 0.5, "billing-dispute/hard": 0 });
+    const medium = next.body.task_ids.filter((id: string) => id.includes("/medium/")).length;
+    expect(medium).toBeGreaterThan(150);
+    // The same request gives the same answer: the service keeps nothing.
+    expect((await api(base, "POST", "/v1/tasks/sample", { env: "billing-dispute", state: first.body.state, results, n: 200, step: 1 })).body).toEqual(next.body);
+    for (const [body, pattern] of [
+      [{ env: "billing-dispute", n: 1 }, /either spec .* or state/],
+      [{ env: "billing-dispute", spec, state: first.body.state }, /either spec .* or state/],
+      [{ env: "billing-dispute", spec: { kind: "mix", weights: { impossible: 1 } } }, /cell billing-dispute\/impossible is not one of billing-dispute's/],
+      [{ env: "billing-dispute", spec: { kind: "bandit" } }, /unknown kind "bandit"/],
+      [{ env: "billing-dispute", spec, n: 100_001 }, /n/],
+      [{ env: "billing-dispute", spec, results: [{ task_id: "billing-dispute/easy/seed-1", outcome: 7 }] }, /outcome/],
+      [{ env: "billing-dispute", state: { config: 1 } }, /sampler/],
+    ] as const) {
+      const bad = await api(base, "POST", "/v1/tasks/sample", body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.body.error.code).toBe("invalid_argument");
+      expect(bad.body.error.message).toMatch(pattern);
+    }
+    expect((await api(base, "POST", "/v1/tasks/sample", { env: "nope", spec })).body.error.code).toBe("unknown_env");
+  });
+
   it("an unknown environment is unknown_env (404) naming the valid ones", async () => {
     const res = await api(base, "GET", "/v1/envs/no-such-env");
     expect(res.status).toBe(404);
@@ -421,7 +454,7 @@ describe("metrics and OpenAPI", () => {
     expect(routes.map((r) => `${r.method} ${r.url}`).sort()).toEqual([
       "DELETE /v1/sessions/:id", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /v1/envs", "GET /v1/envs/:env", "GET /v1/envs/:env/tasks",
       "GET /v1/episodes/:id", "GET /v1/sessions/:id", "GET /v1/sessions/:id/snapshot", "GET /v1/ws", "POST /v1/episodes/:id/replay", "POST /v1/sessions",
-      "POST /v1/sessions/:id/restore", "POST /v1/sessions/:id/step",
+      "POST /v1/sessions/:id/restore", "POST /v1/sessions/:id/step", "POST /v1/tasks/sample",
     ]);
     for (const route of routes) {
       const op = res.body.paths[openApiPath(route.url)]?.[route.method.toLowerCase()];

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import quote, urlencode, urlsplit
 
 __all__ = [
@@ -295,6 +295,32 @@ class Client:
         if split is not None:
             query["split"] = split
         return list(self._json("GET", f"/v1/envs/{_seg(env_id)}/tasks?{urlencode(query)}")["task_ids"])
+
+    def sample_tasks(self, env_id: str, n: int = 10, *, spec: Optional[Dict[str, Any]] = None,
+                     state: Optional[Dict[str, Any]] = None, results: Optional[Sequence[Dict[str, Any]]] = None,
+                     step: int = 0, split: Optional[str] = None, seed: Optional[int] = None) -> Dict[str, Any]:
+        """Draw ``n`` task ids from a task sampler (POST /v1/tasks/sample; docs/tasks.md).
+
+        Start one with ``spec`` (``{"kind": "mix", "weights": {...}}``, ``{"kind": "schedule", "stages":
+        [...]}`` or ``{"kind": "curriculum", "cells": [...]}``, plus ``split`` and ``seed``), then continue
+        it with the ``state`` of the last answer and the ``results`` (``[{"task_id", "outcome"}]``) of
+        the tasks it gave. Returns ``{"task_ids", "state", "weights", "pass_rates"}``; the service keeps
+        nothing, so the same request always gives the same answer.
+        """
+        if (spec is None) == (state is None):
+            raise ValueError("give either spec (a new sampler) or state (continue one)")
+        body: Dict[str, Any] = {"env": env_id, "n": n, "step": step}
+        if spec is not None:
+            body["spec"] = spec
+        if state is not None:
+            body["state"] = state
+        if results is not None:
+            body["results"] = list(results)
+        if split is not None:
+            body["split"] = split
+        if seed is not None:
+            body["seed"] = seed
+        return self._json("POST", "/v1/tasks/sample", body)
 
     def create_session(self, env: str, task_id: str, seed: int, record: bool = False,
                        policy_checkpoint: Optional[str] = None) -> "Session":

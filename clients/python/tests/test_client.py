@@ -65,6 +65,23 @@ class ServiceTest(ServerTestCase):
         easy = self.client.tasks(ENV, difficulty="easy", split="train", n=3)
         self.assertTrue(all("/easy/" in i for i in easy), easy)
 
+    def test_sample_tasks(self) -> None:
+        spec = {"kind": "curriculum", "cells": ["easy", "medium", "hard"], "min_results": 2}
+        first = self.client.sample_tasks(ENV, 6, spec=spec, seed=3)
+        self.assertEqual(len(first["task_ids"]), 6)
+        self.assertEqual(set(first["weights"]), {f"{ENV}/easy", f"{ENV}/medium", f"{ENV}/hard"})
+        results = [{"task_id": f"{ENV}/{d}/seed-{k}", "outcome": outcome}
+                   for d, outcome in (("easy", 1), ("hard", 0)) for k in range(4)]
+        results += [{"task_id": f"{ENV}/medium/seed-{k}", "outcome": k % 2} for k in range(4)]
+        nxt = self.client.sample_tasks(ENV, 100, state=first["state"], results=results, step=1)
+        self.assertEqual(nxt["pass_rates"], {f"{ENV}/easy": 1, f"{ENV}/medium": 0.5, f"{ENV}/hard": 0})
+        self.assertGreater(sum("/medium/" in i for i in nxt["task_ids"]), 70)
+        with self.assertRaises(ValueError):
+            self.client.sample_tasks(ENV, 1)
+        with self.assertRaises(ValidationError) as bad:
+            self.client.sample_tasks(ENV, 1, spec={"kind": "bandit"})
+        self.assertEqual(bad.exception.code, "invalid_argument")
+
     # -- the reference episode --
 
     def test_reference_episode_reaches_outcome_1(self) -> None:
