@@ -25,6 +25,8 @@ import { rebuildCost, serviceRates, sessionMemory, type RebuildCost, type Sessio
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
 import inventoryRestock from "../examples/inventory-restock.js";
 import { builtinRegistry } from "../src/envs/index.js";
+import { TaskSampler } from "../src/tasks/sampler.js";
+import { sampleTaskIds } from "../src/tasks/splits.js";
 
 interface Group {
   title: string;
@@ -136,6 +138,26 @@ async function terminalSnapshot(): Promise<void> {
 }
 
 // ---- PRNG throughput -------------------------------------------------------------------------------
+// ---- task samplers -----------------------------------------------------------------------------
+/** Per-task cost of the samplers (issue 17: target < 50 µs a task) against sampleTaskIds, the plain listing. */
+async function taskSampling(): Promise<void> {
+  const N = 1000;
+  const cells = ["easy", "medium", "hard"];
+  const curriculum = new TaskSampler({ spec: { kind: "curriculum", cells }, family: "billing-dispute", seed: 1 });
+  curriculum.observe(cells.flatMap((d, i) => Array.from({ length: 32 }, (_, k) => ({ task_id: `billing-dispute/${d}/seed-${k}`, outcome: i === 1 ? k % 2 : i === 0 ? 1 : 0 }))));
+  const mix = new TaskSampler({ spec: { kind: "mix", weights: { easy: 1, medium: 2, hard: 3 } }, family: "billing-dispute", seed: 1 });
+  let seed = 0;
+  await group(
+    `Task sampling: ${N} task ids (per task: median / ${N})`,
+    await measure(`sampleTaskIds x${N} (round-robin listing)`, () => sampleTaskIds({ family: "billing-dispute", difficulties: cells, n: N, split: "train", seed: seed++ })),
+    [
+      await measure(`TaskSampler mix .next(${N})`, () => mix.next(N)),
+      await measure(`TaskSampler curriculum .next(${N}) after 96 results`, () => curriculum.next(N)),
+    ],
+  );
+  for (const c of (groups.at(-1) as Group).cases) console.log(`  ${c.name}: ${(c.median_ns / N / 1000).toFixed(2)} µs per task`);
+}
+
 async function prng(): Promise<void> {
   const rng = Rng.fromSeed(1);
   const N = 1000;
@@ -193,6 +215,9 @@ async function pipeline(): Promise<{ rollouts: RolloutRate[]; twoProcesses: numb
   console.log("\nTrajectory store: batched inserts (baseline: raw better-sqlite3 into one table)");
   const store = await storeInsertRate();
   console.log(`  ${Math.round(store.steps_per_s)} steps/s (median batch of ${store.episodes_per_batch} episodes x ${store.steps_per_episode} steps), x${store.ratio_to_baseline} the raw insert time; sustained ${Math.round(store.sustained_steps_per_s)} steps/s; streamed back ${Math.round(store.stream_steps_per_s)} steps/s`);
+  const pgStore = store.postgres;
+  console.log("  PostgreSQL store (baseline: raw prepared multi-row INSERTs of the same rows, same run):");
+  console.log("error" in pgStore ? `  not measured: ${pgStore.error}` : `  ${pgStore.steps_per_s} steps/s (median batch; target ${pgStore.target_steps_per_s}), x${pgStore.ratio_to_baseline} the raw insert time; sustained ${pgStore.sustained_steps_per_s} steps/s; streamed back ${pgStore.stream_steps_per_s} steps/s`);
   console.log("\nExport rates (500 synthetic episodes x 20 steps)");
   const exports = await exportRates();
   for (const e of exports) console.log(`  ${e.format.padEnd(9)} ${Math.round(e.rows_per_s)} rows/s, ${e.mb_per_s} MB/s`);
@@ -203,6 +228,7 @@ await toolOverhead();
 await sqliteSnapshot();
 await terminalSnapshot();
 await prng();
+await taskSampling();
 await environmentLatency();
 
 // ---- code execution: run_tests of code-repair ------------------------------------------------------
@@ -280,11 +306,14 @@ const md = [
   "",
   `Every thread is measured after ${WARM_UP_EPISODES} warm-up episodes, except "new threads": threads started for the run, as one \`llmix rollout --workers 2\` starts them, JIT-compile the environment's code again while they run. Two separate \`--workers 1\` processes at once reach x${twoProcesses} of one process's steady rate.`,
   "",
-  "## Trajectory store (batched writeEpisodes; ratio to raw better-sqlite3 inserts of the same rows)",
+  "## Trajectory store (batched writeEpisodes; ratio to raw inserts of the same rows: better-sqlite3, or prepared multi-row INSERTs for PostgreSQL)",
   "",
-  "| steps/s (median batch) | sustained steps/s | ratio to raw insert time | stream read steps/s | step size |",
-  "|---|---|---|---|---|",
-  `| ${Math.round(store.steps_per_s)} | ${Math.round(store.sustained_steps_per_s)} | ${store.ratio_to_baseline} | ${Math.round(store.stream_steps_per_s)} | ${store.step_bytes} B |`,
+  "| store | steps/s (median batch) | sustained steps/s | ratio to raw insert time | stream read steps/s | step size |",
+  "|---|---|---|---|---|---|",
+  `| SQLite | ${Math.round(store.steps_per_s)} | ${Math.round(store.sustained_steps_per_s)} | ${store.ratio_to_baseline} | ${Math.round(store.stream_steps_per_s)} | ${store.step_bytes} B |`,
+  "error" in store.postgres
+    ? `| PostgreSQL | not measured: ${cellText(store.postgres.error)} | | | | |`
+    : `| PostgreSQL (target ${store.postgres.target_steps_per_s} steps/s) | ${store.postgres.steps_per_s} | ${store.postgres.sustained_steps_per_s} | ${store.postgres.ratio_to_baseline} | ${store.postgres.stream_steps_per_s} | ${store.postgres.step_bytes} B |`,
   "",
   "## Export rates (500 synthetic episodes x 20 steps)",
   "",
