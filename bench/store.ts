@@ -5,14 +5,25 @@
  * into one index-free table in one transaction, with the store's own file settings (WAL,
  * synchronous=NORMAL, 16 KiB pages), so the ratio is the cost of the store's layer and nothing else. Store and baseline batches alternate, so machine noise
  * hits both alike; the ratio is what to compare across machines, not the absolute rate.
+ *
+ * The PostgreSQL store is measured the same way in a fresh schema (dropped after) of the database at
+ * LLMIX_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test): writeEpisodes batches
+ * against the same step rows (serialised the same way) sent by raw multi-row INSERTs into one index-free
+ * table in one transaction, with the store's own statement shape: prepared 512-row VALUES lists, the
+ * fastest raw insert measured here (unprepared lists and unnest() arrays took 1.5 to 4 times as long, and
+ * COPY FROM STDIN the same server CPU per row). Then the whole run is streamed back. Its target is
+ * 50,000 steps/s.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import type { TrajectoryStepRecord } from "../src/core/contract.js";
 import { Rng } from "../src/core/rng.js";
 import { median } from "./harness.js";
+import { openPostgresStore, STEP_ROWS_PER_INSERT } from "../src/store/postgres-store.js";
+import { quoteIdent } from "../src/store/postgres-migrations.js";
 import { openStore } from "../src/store/sqlite-store.js";
 import { episodeIdOf, type EpisodeRecord, type StoredEpisode } from "../src/store/types.js";
 
@@ -39,7 +50,18 @@ export interface StoreInsertRate {
   steps_per_episode: number;
   /** Mean JSON size of one step record. */
   step_bytes: number;
+  /** The same figures for the PostgreSQL store (baseline: raw prepared multi-row INSERTs), or why they could not be measured. */
+  postgres: PostgresInsertRate | { error: string };
 }
+
+/** PostgreSQL store figures: StoreInsertRate's, its baseline the same rows by raw multi-row INSERTs. */
+export type PostgresInsertRate = Omit<StoreInsertRate, "postgres"> & {
+  /** The rate the store aims at (steps/s, median batch). */
+  target_steps_per_s: number;
+};
+
+/** The PostgreSQL store's write target, steps/s. */
+export const POSTGRES_TARGET_STEPS_PER_S = 50_000;
 
 const WORDS = ["invoice", "customer", "refund", "status", "pending", "approved", "order", "shipment", "ticket", "account", "balance", "the", "a", "of", "to", "and"];
 
@@ -94,7 +116,11 @@ export async function storeInsertRate(
     const storeMedian = median(storeMs);
     const rawMedian = median(rawMs);
     const stepBytes = bytes / steps;
+    const postgres = await postgresInsertRate({ batches, episodesPerBatch: perBatch, stepsPerEpisode: stepsPer }).catch((error: unknown) => ({
+      error: error instanceof Error ? error.message : String(error),
+    }));
     return {
+      postgres,
       steps_per_s: Math.round(stepsPerBatch / (storeMedian / 1e3)),
       episodes_per_s: Math.round(perBatch / (storeMedian / 1e3)),
       mb_per_s: round2((stepsPerBatch * stepBytes) / 1e6 / (storeMedian / 1e3)),
@@ -114,6 +140,88 @@ export async function storeInsertRate(
     await store.close();
     raw.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Batches of realistic episodes written through the PostgreSQL store vs raw multi-row INSERTs of the same step rows (medians over `batches`). */
+export async function postgresInsertRate(
+  options: { batches?: number; episodesPerBatch?: number; stepsPerEpisode?: number; url?: string } = {},
+): Promise<PostgresInsertRate> {
+  const batches = options.batches ?? 15;
+  const perBatch = options.episodesPerBatch ?? 50;
+  const stepsPer = options.stepsPerEpisode ?? 20;
+  const warmup = 3;
+  const url = options.url ?? process.env.LLMIX_BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const schema = `llmix_bench_${process.pid}_${Date.now()}`;
+  const store = await openPostgresStore(url, { schema, connectTimeoutMs: 5_000 });
+  const raw = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  const rawTable = `${quoteIdent(schema)}.raw_steps`;
+  try {
+    await raw.connect();
+    await raw.query(`CREATE TABLE ${rawTable} (episode_id text NOT NULL, step bigint NOT NULL, record text NOT NULL)`);
+    const rawBatch = async (episodes: StoredEpisode[]) => {
+      const rows = episodes.flatMap((e) => e.steps.map((s) => [s.episode_id, s.step, JSON.stringify(s)]));
+      await raw.query("BEGIN");
+      for (let i = 0; i < rows.length; ) {
+        let size = STEP_ROWS_PER_INSERT;
+        while (size > rows.length - i) size >>= 1;
+        const values = Array.from({ length: size }, (_, r) => `($${3 * r + 1}, $${3 * r + 2}, $${3 * r + 3})`).join(", ");
+        await raw.query({ name: `raw_steps_${size}`, text: `INSERT INTO ${rawTable} (episode_id, step, record) VALUES ${values}`, values: rows.slice(i, i + size).flat() });
+        i += size;
+      }
+      await raw.query("COMMIT");
+    };
+
+    const rng = Rng.fromSeed(2024);
+    const storeMs: number[] = [];
+    const rawMs: number[] = [];
+    let bytes = 0;
+    let steps = 0;
+    for (let b = 0; b < warmup + batches; b++) {
+      const episodes = Array.from({ length: perBatch }, (_, i) => makeEpisode(rng, b, i, stepsPer));
+      if (b === warmup) for (const e of episodes) for (const s of e.steps) (bytes += JSON.stringify(s).length), steps++;
+      let t = process.hrtime.bigint();
+      await store.writeEpisodes(episodes);
+      const storeNs = Number(process.hrtime.bigint() - t);
+      t = process.hrtime.bigint();
+      await rawBatch(episodes);
+      const rawNs = Number(process.hrtime.bigint() - t);
+      if (b >= warmup) {
+        storeMs.push(storeNs / 1e6);
+        rawMs.push(rawNs / 1e6);
+      }
+    }
+
+    let streamed = 0;
+    const t = process.hrtime.bigint();
+    for await (const e of store.streamEpisodes()) streamed += e.steps.length;
+    const streamS = Number(process.hrtime.bigint() - t) / 1e9;
+
+    const stepsPerBatch = perBatch * stepsPer;
+    const storeMedian = median(storeMs);
+    const rawMedian = median(rawMs);
+    const stepBytes = bytes / steps;
+    return {
+      steps_per_s: Math.round(stepsPerBatch / (storeMedian / 1e3)),
+      episodes_per_s: Math.round(perBatch / (storeMedian / 1e3)),
+      mb_per_s: round2((stepsPerBatch * stepBytes) / 1e6 / (storeMedian / 1e3)),
+      baseline_steps_per_s: Math.round(stepsPerBatch / (rawMedian / 1e3)),
+      ratio_to_baseline: round2(storeMedian / rawMedian),
+      sustained_steps_per_s: Math.round((stepsPerBatch * batches) / (storeMs.reduce((a, x) => a + x, 0) / 1e3)),
+      stream_steps_per_s: Math.round(streamed / streamS),
+      median_batch_ms: round2(storeMedian),
+      min_batch_ms: round2(Math.min(...storeMs)),
+      max_batch_ms: round2(Math.max(...storeMs)),
+      batches,
+      episodes_per_batch: perBatch,
+      steps_per_episode: stepsPer,
+      step_bytes: Math.round(stepBytes),
+      target_steps_per_s: POSTGRES_TARGET_STEPS_PER_S,
+    };
+  } finally {
+    await store.close();
+    await raw.query(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`).catch(() => undefined);
+    await raw.end().catch(() => undefined);
   }
 }
 

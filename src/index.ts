@@ -30,4 +30,6 @@ export { rollout, newRunId, type RolloutOptions, type RolloutResult, type Rollou
 export { WorkerPool } from "./rollout/worker-pool.js";
 export type { RolloutConfig } from "./rollout/plan.js";
 export { openStore, DEFAULT_STORE_PATH, type SqliteTrajectoryStore } from "./store/sqlite-store.js";
+export { openStoreAt, type OpenStoreOptions } from "./store/open.js";
+export { openPostgresStore, type PostgresTrajectoryStore, type PostgresStoreOptions } from "./store/postgres-store.js";
 export type * from "./store/types.js";

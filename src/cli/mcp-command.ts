@@ -5,7 +5,7 @@
  * stdout carries MCP messages only; everything else goes to stderr.
  */
 import type { Command } from "commander";
-import { openStore } from "../store/sqlite-store.js";
+import { openStoreAt } from "../store/open.js";
 import { serveMcpStdio } from "../server/mcp.js";
 import { integer, moduleOption, registryWith } from "./options.js";
 
@@ -26,14 +26,14 @@ export function registerMcpCommand(program: Command): void {
     .requiredOption("--env <id>", "environment id")
     .requiredOption("--task <id>", "task id, e.g. family/easy/seed-1")
     .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))
-    .option("--store <path>", "trajectory store (SQLite file) for --record", "./llmix-data/llmix.db")
+    .option("--store <path>", "trajectory store for --record: a SQLite file or a postgres:// URL", "./llmix-data/llmix.db")
     .option("--record", "write the episode to the trajectory store")
     .addOption(moduleOption())
     .action(async (flags: McpFlags) => {
       const registry = await registryWith(flags.module);
       // Fail on an unknown env before a --record store file is created for nothing.
       registry.get(flags.env);
-      const store = flags.record ? openStore(flags.store) : undefined;
+      const store = flags.record ? await openStoreAt(flags.store) : undefined;
       try {
         await serveMcpStdio({ registry, env: flags.env, task_id: flags.task, seed: flags.seed, record: flags.record === true, store });
       } finally {

@@ -16,13 +16,13 @@ import { rollout, type RolloutResult } from "../rollout/runner.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { EXPORT_FORMATS, exportEpisodes, exportVerlTools, whyEmpty } from "../store/export/index.js";
-import { openStore } from "../store/sqlite-store.js";
+import { displayStore, openStoreAt } from "../store/open.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { renderTable } from "../qa/table.js";
 import { collect, integer, moduleOption, print, progressBar, registryWith } from "./options.js";
 import { formatTree } from "./tree.js";
 
-const storeOption = () => new Option("--store <path>", "trajectory store (SQLite file)").default("./llmix-data/llmix.db");
+const storeOption = () => new Option("--store <path>", "trajectory store: a SQLite file or a postgres:// URL").default("./llmix-data/llmix.db");
 
 function number(name: string) {
   return (value: string): number => {
@@ -35,7 +35,7 @@ function number(name: string) {
 /** Open the store, run `fn`, close the store whatever happens. */
 /** Run `fn` on the store at `path`, closed after; only a writer (`create`) makes a store that is missing. */
 async function withStore<T>(path: string, fn: (store: TrajectoryStore) => Promise<T>, { create = false } = {}): Promise<T> {
-  const store = openStore(path, { create });
+  const store = await openStoreAt(path, { create });
   try {
     return await fn(store);
   } finally {
@@ -278,7 +278,7 @@ export function registerRolloutCommands(program: Command): void {
         const runs = await store.listRuns({ limit: opts.limit });
         const rows = await Promise.all(runs.map(async (r) => ({ ...r, stored_episodes: await store.countEpisodes({ run_id: r.run_id }) })));
         if (opts.json) return print(JSON.stringify(rows.map(({ tools: _t, ...r }) => r), null, 2));
-        if (rows.length === 0) return print(`No runs in ${opts.store}. Start one with llmix rollout.`);
+        if (rows.length === 0) return print(`No runs in ${displayStore(opts.store)}. Start one with llmix rollout.`);
         print(renderTable(
           ["run", "env", "policy", "status", "episodes", "created"],
           rows.map((r) => [r.run_id, `${r.env}@${r.env_version}`, r.policy, r.status, `${r.stored_episodes}/${r.planned_episodes}`, r.created_at]),

@@ -11,6 +11,7 @@ import { DEFAULT_RESIDENT_SESSIONS } from "../hosts/protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { mountMcp } from "../server/mcp.js";
 import { SERVE_DEFAULTS, startServer, stopOnSignals } from "../server/serve.js";
+import { displayStore } from "../store/open.js";
 import { integer, moduleOption, print, registryWith } from "./options.js";
 
 /** A parser of a duration in seconds (fractions allowed) in [0, max], returned in milliseconds. */
@@ -47,7 +48,7 @@ export function registerServeCommand(program: Command): void {
     .description("serve the environments over HTTP, WebSocket and MCP (OpenAPI at /openapi.json)")
     .option("--host <host>", "interface to bind; anything but loopback needs --auth", SERVE_DEFAULTS.host)
     .option("--port <port>", "TCP port (0 picks a free one)", integer("--port", 0, 65_535), SERVE_DEFAULTS.port)
-    .addOption(new Option("--store <path>", "trajectory store (SQLite file) for recorded sessions").default(SERVE_DEFAULTS.storePath))
+    .addOption(new Option("--store <path>", "trajectory store for recorded sessions: a SQLite file or a postgres:// URL").default(SERVE_DEFAULTS.storePath))
     .option("--auth <file>", 'bearer tokens: {"tokens":[{"token":"...","scopes":["env:run","trajectories:read","admin"],"name":"..."}]}')
     .option("--capacity <n>", "live sessions at most (more get capacity_reached, HTTP 503)", integer("--capacity", 1, 10_000_000), 10_000)
     .addOption(new Option("--idle-ttl <seconds>", "close sessions idle this long (0 = never)").argParser(seconds("--idle-ttl", 30 * 86_400)).default(900_000, "900"))
@@ -74,7 +75,7 @@ export function registerServeCommand(program: Command): void {
       const stopped = stopOnSignals(server);
       if (!server.authenticated) process.stderr.write(`llmix serve: no --auth: unauthenticated, so bound to loopback only (${server.host})\n`);
       const envs = registry.ids().length;
-      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${flags.store}`);
+      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}`);
       await stopped;
     });
 }

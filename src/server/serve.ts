@@ -6,7 +6,8 @@
 import { ValidationError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import { readSnapshotKey } from "../hosts/signing.js";
-import { DEFAULT_STORE_PATH, openStore } from "../store/sqlite-store.js";
+import { openStoreAt } from "../store/open.js";
+import { DEFAULT_STORE_PATH } from "../store/sqlite-store.js";
 import type { TrajectoryStore } from "../store/types.js";
 import { buildApp, type AppOptions, type LlmixService } from "./app.js";
 import { isLoopback, TokenAuth } from "./auth.js";
@@ -64,7 +65,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       `refusing to serve on ${host} without --auth: an unauthenticated service may only bind to loopback (127.0.0.1, ::1, localhost); give --auth FILE to serve on other interfaces`,
     );
   }
-  const store = openStore(options.storePath ?? SERVE_DEFAULTS.storePath);
+  const store = await openStoreAt(options.storePath ?? SERVE_DEFAULTS.storePath);
   let service: LlmixService;
   try {
     service = await buildApp({

@@ -15,6 +15,10 @@ import type { TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
 import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS, type RunLivenessRow } from "./liveness.js";
 import { checkSupported, migrate } from "./migrations.js";
+import {
+  checkFinishStatus, checkId, checkListRunsOptions, checkQuery, checkRun, checkRunIds, nonNegativeInteger, ownerOption, positiveInteger,
+  prepareAdvantages, prepareBatch, runRecordText, toEpisode, toRun, type CleanQuery, type EpisodeRow, type PreparedEpisode, type RunRow,
+} from "./records.js";
 import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
 
 /** Where `openStore()` puts the database when no path is given. */
@@ -43,32 +47,6 @@ export interface SqliteStoreOptions {
 export function openStore(path: string = DEFAULT_STORE_PATH, options: SqliteStoreOptions = {}): SqliteTrajectoryStore {
   return new SqliteTrajectoryStore(path, options);
 }
-
-interface EpisodeRow {
-  episode_id: string;
-  run_id: string;
-  task_id: string;
-  group_index: number;
-  advantages: string | null;
-  record: string;
-}
-
-interface RunRow extends RunLivenessRow {
-  finished_at: string | null;
-  record: string;
-}
-
-/** An episode validated and serialised before its transaction opens, so the write lock is held briefly. */
-interface PreparedEpisode {
-  episode: EpisodeRecord;
-  record: string;
-  advantages: string | null;
-  passed: 0 | 1;
-  steps: Array<{ step: number; record: string }>;
-}
-
-/** A validated query: only the fields that were given, each of the right type. */
-type CleanQuery = EpisodeQuery;
 
 /** Ordering of every episode query; episode_id makes it total so keyset paging never skips or repeats. */
 const ORDER = "ORDER BY run_id, task_id, group_index, episode_id";
@@ -108,8 +86,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     this.pageSize = positiveInteger(options.pageSize ?? 200, "pageSize");
     const busyTimeoutMs = nonNegativeInteger(options.busyTimeoutMs ?? 5000, "busyTimeoutMs");
     this.staleRunAfterMs = nonNegativeInteger(options.staleRunAfterMs ?? STALE_RUN_AFTER_MS, "staleRunAfterMs");
-    this.owner = options.owner ?? currentOwner();
-    checkOwner(this.owner, "options.owner");
+    this.owner = ownerOption(options.owner, currentOwner);
     this.now = options.now ?? Date.now;
     this.path = path;
     const inMemory = path === ":memory:" || path === "";
@@ -179,7 +156,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
         for (const e of episodes) {
           const ep = e.episode;
           try {
-            this.insertEpisode.run(ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed, e.advantages, e.record);
+            this.insertEpisode.run(ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed ? 1 : 0, e.advantages, e.record);
           } catch (error) {
             if (isSqliteCode(error, "SQLITE_CONSTRAINT_PRIMARYKEY")) {
               throw new ValidationError("invalid_argument", `episode ${ep.episode_id} is already stored`, { episode_id: ep.episode_id });
@@ -206,9 +183,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     this.handle();
     checkRun(run);
     const owner = run.owner ?? this.owner;
-    const { owner: _owner, heartbeat_at: _heartbeat, ...rest } = run;
-    // The owner and heartbeat live in their columns only: they change without rewriting the record.
-    const record = serialise(rest, "run");
+    const record = runRecordText(run);
     this.guard(`cannot create run ${run.run_id}`, () => {
       try {
         this.insertRun.run(run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), record);
@@ -230,14 +205,13 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     this.handle();
     checkId(runId, "runId");
     const row = this.guard(`cannot claim run ${runId}`, () => this.claim(runId));
-    return this.guard("corrupt run record", () => this.toRun(row));
+    return this.guard("corrupt run record", () => toRun(row, this.statusOf(row)));
   }
 
   /** Stamp the heartbeat of those of these runs that are `running` under this store's owner; returns how many were stamped. */
   async heartbeatRuns(runIds: readonly string[]): Promise<number> {
     this.handle();
-    if (!Array.isArray(runIds)) throw new ValidationError("invalid_argument", "heartbeatRuns takes an array of run ids");
-    runIds.forEach((id, i) => checkId(id, `runIds[${i}]`));
+    checkRunIds(runIds);
     if (runIds.length === 0) return 0;
     return this.guard("cannot stamp run heartbeats", () => this.stampHeartbeats.run(this.isoNow(), JSON.stringify(runIds), this.owner.host, this.owner.pid).changes);
   }
@@ -246,9 +220,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
   async finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void> {
     this.handle();
     checkId(runId, "runId");
-    if (status !== "finished" && status !== "failed" && status !== "interrupted") {
-      throw new ValidationError("invalid_argument", `a run can only be left "finished", "failed" or "interrupted", not ${JSON.stringify(status)}`, { status: String(status) });
-    }
+    checkFinishStatus(status);
     const finishedAt = status === "interrupted" ? null : this.isoNow();
     const changes = this.guard(`cannot finish run ${runId}`, () => this.updateRun.run(status, finishedAt, runId).changes);
     if (changes === 0) throw new NotFoundError("unknown_run", `run ${runId} is not in the trajectory store`, { run_id: runId });
@@ -259,18 +231,14 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     this.handle();
     checkId(runId, "runId");
     const row = this.guard(`cannot read run ${runId}`, () => this.selectRun.get(runId));
-    return row && this.guard("corrupt run record", () => this.toRun(row));
+    return row && this.guard("corrupt run record", () => toRun(row, this.statusOf(row)));
   }
 
   /** Runs, newest (by created_at) first, each with its status read as getRun reads it. */
   async listRuns(options: { limit?: number } = {}): Promise<RunRecord[]> {
     this.handle();
-    if (!isPlainObject(options)) throw new ValidationError("invalid_argument", "listRuns options must be an object");
-    for (const key of Object.keys(options)) {
-      if (key !== "limit") throw new ValidationError("invalid_argument", `unknown listRuns option ${JSON.stringify(key)}`, { option: key });
-    }
-    const limit = options.limit === undefined ? -1 : nonNegativeInteger(options.limit, "limit");
-    return this.guard("cannot list runs", () => this.selectRuns.all(limit).map((row) => this.toRun(row)));
+    const limit = checkListRunsOptions(options) ?? -1;
+    return this.guard("cannot list runs", () => this.selectRuns.all(limit).map((row) => toRun(row, this.statusOf(row))));
   }
 
   /**
@@ -288,14 +256,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
   /** Set the advantages of stored episodes in one transaction; an unknown episode fails the whole call. */
   async setAdvantages(values: ReadonlyArray<{ episode_id: string; advantages: Advantages }>): Promise<void> {
     this.handle();
-    if (!Array.isArray(values)) throw new ValidationError("invalid_argument", "setAdvantages takes an array of { episode_id, advantages }");
-    const rows = values.map((v, i) => {
-      const where = `values[${i}]`;
-      if (!isPlainObject(v)) throw new ValidationError("invalid_argument", `${where} must be an object`);
-      checkId(v.episode_id, `${where}.episode_id`);
-      checkAdvantages(v.advantages, `${where}.advantages`, false);
-      return { episode_id: v.episode_id, advantages: JSON.stringify(v.advantages) };
-    });
+    const rows = prepareAdvantages(values);
     if (rows.length === 0) return;
     this.guard("cannot set advantages", () => this.writeAdvantages(rows));
   }
@@ -413,15 +374,6 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     return new Date(this.now()).toISOString();
   }
 
-  private toRun(row: RunRow): RunRecord {
-    const run = JSON.parse(row.record) as RunRecord;
-    run.status = this.statusOf(row);
-    run.finished_at = row.finished_at;
-    run.owner = row.owner_host === null || row.owner_pid === null ? null : { host: row.owner_host, pid: row.owner_pid };
-    run.heartbeat_at = row.heartbeat_at;
-    return run;
-  }
-
   private handle(): Database.Database {
     if (!this.db) throw new LlmixError("store_error", `the trajectory store at ${this.path} is closed`, { path: this.path });
     return this.db;
@@ -447,14 +399,8 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
   }
 }
 
-// ---- rows -> records --------------------------------------------------------------------------------
 
-function toEpisode(row: EpisodeRow): EpisodeRecord {
-  const episode = JSON.parse(row.record) as EpisodeRecord;
-  // The column is the truth: setAdvantages updates it without rewriting the record.
-  episode.advantages = row.advantages === null ? null : (JSON.parse(row.advantages) as Advantages);
-  return episode;
-}
+// ---- queries ---------------------------------------------------------------------------------------
 
 function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
   const clauses: string[] = [];
@@ -479,289 +425,6 @@ function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
     params.push(q.max_reward);
   }
   return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
-}
-
-// ---- validation -------------------------------------------------------------------------------------
-
-const QUERY_KEYS = new Set(["run_id", "env", "task_id", "difficulty", "status", "min_reward", "max_reward", "passed", "limit", "offset"]);
-
-function checkQuery(query: unknown): CleanQuery {
-  if (query === undefined || query === null) return {};
-  if (!isPlainObject(query)) throw new ValidationError("invalid_argument", "an episode query must be an object");
-  const q: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(query)) {
-    if (!QUERY_KEYS.has(key)) {
-      // A misspelt filter would otherwise silently match every episode.
-      throw new ValidationError("invalid_argument", `unknown episode query field ${JSON.stringify(key)} (known: ${[...QUERY_KEYS].join(", ")})`, { field: key });
-    }
-    if (value === undefined) continue;
-    switch (key) {
-      case "status":
-        if (value !== "ok" && value !== "error") throw badField(`query.status must be "ok" or "error", not ${show(value)}`, key);
-        break;
-      case "min_reward":
-      case "max_reward":
-        if (typeof value !== "number" || !Number.isFinite(value)) throw badField(`query.${key} must be a finite number, not ${show(value)}`, key);
-        break;
-      case "passed":
-        if (typeof value !== "boolean") throw badField(`query.passed must be a boolean, not ${show(value)}`, key);
-        break;
-      case "limit":
-      case "offset":
-        nonNegativeInteger(value, `query.${key}`);
-        break;
-      default:
-        if (typeof value !== "string") throw badField(`query.${key} must be a string, not ${show(value)}`, key);
-    }
-    q[key] = value;
-  }
-  return q as CleanQuery;
-}
-
-const RUN_STATUSES: readonly RunStatus[] = ["running", "interrupted", "finished", "failed"];
-
-function checkOwner(owner: unknown, where: string): void {
-  if (!isPlainObject(owner) || typeof owner.host !== "string" || owner.host === "" || typeof owner.pid !== "number" || !Number.isSafeInteger(owner.pid) || owner.pid < 1) {
-    throw new ValidationError("invalid_argument", `${where} must be { host: a non-empty string, pid: a positive integer }`);
-  }
-}
-
-function checkRun(run: unknown): asserts run is RunRecord {
-  if (!isPlainObject(run)) throw new ValidationError("invalid_argument", "a run must be an object");
-  checkId(run.run_id, "run.run_id");
-  for (const key of ["env", "env_version", "policy", "created_at"] as const) checkString(run[key], `run.${key}`);
-  checkNullableString(run.policy_checkpoint, "run.policy_checkpoint");
-  checkNullableString(run.finished_at, "run.finished_at");
-  if (!RUN_STATUSES.includes(run.status as RunStatus)) {
-    throw new ValidationError("invalid_argument", `run.status must be one of ${RUN_STATUSES.map((s) => `"${s}"`).join(", ")}, not ${show(run.status)}`);
-  }
-  if (run.owner !== undefined && run.owner !== null) checkOwner(run.owner, "run.owner");
-  nonNegativeInteger(run.planned_episodes, "run.planned_episodes");
-  if (!Array.isArray(run.tools)) throw new ValidationError("invalid_argument", "run.tools must be an array of tool specs");
-  if (run.config === undefined) throw new ValidationError("invalid_argument", "run.config is missing (use null for none)");
-  checkJson(run, "run");
-}
-
-/** Validate and serialise a batch; throws invalid_argument naming the first problem. */
-function prepareBatch(batch: unknown): PreparedEpisode[] {
-  if (!Array.isArray(batch)) throw new ValidationError("invalid_argument", "writeEpisodes takes an array of { episode, steps }");
-  const seen = new Set<string>();
-  return batch.map((item: unknown, i) => {
-    const where = `episodes[${i}]`;
-    if (!isPlainObject(item)) throw new ValidationError("invalid_argument", `${where} must be an object { episode, steps }`);
-    const episode = item.episode;
-    checkEpisode(episode, `${where}.episode`);
-    const id = episode.episode_id;
-    if (seen.has(id)) throw new ValidationError("invalid_argument", `episode ${id} appears twice in the batch`, { episode_id: id });
-    seen.add(id);
-    if (!Array.isArray(item.steps)) throw new ValidationError("invalid_argument", `${where}.steps (episode ${id}) must be an array`, { episode_id: id });
-    const stepNumbers = new Set<number>();
-    const steps = item.steps.map((step: unknown, j) => {
-      const at = `${where}.steps[${j}]`;
-      if (!isPlainObject(step)) throw new ValidationError("invalid_argument", `${at} (episode ${id}) must be an object`, { episode_id: id });
-      if (step.episode_id !== id) {
-        throw new ValidationError("invalid_argument", `${at} belongs to episode ${show(step.episode_id)}, not ${id}`, { episode_id: id });
-      }
-      const n = step.step;
-      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
-        throw new ValidationError("invalid_argument", `${at}.step (episode ${id}) must be a non-negative integer, not ${show(n)}`, { episode_id: id });
-      }
-      if (stepNumbers.has(n)) throw new ValidationError("invalid_argument", `episode ${id} has step ${n} twice`, { episode_id: id, step: n });
-      stepNumbers.add(n);
-      return { step: n, record: serialise(step, at, id) };
-    });
-    const verdict = episode.verdict as { passed?: unknown } | null;
-    return {
-      episode,
-      record: serialise(episode, `${where}.episode`, id),
-      advantages: episode.advantages === null ? null : JSON.stringify(episode.advantages),
-      passed: isPlainObject(verdict) && verdict.passed === true ? 1 : 0,
-      steps,
-    };
-  });
-}
-
-type Kind = "string" | "string?" | "integer" | "count" | "number" | "number?" | "boolean" | "object" | "object?" | "json";
-
-const EPISODE_FIELDS: ReadonlyArray<readonly [keyof EpisodeRecord, Kind]> = [
-  ["run_id", "string"],
-  ["env", "string"],
-  ["env_version", "string"],
-  ["task_id", "string"],
-  ["difficulty", "string"],
-  ["seed", "integer"],
-  ["group_id", "string"],
-  ["group_index", "count"],
-  ["policy", "string"],
-  ["policy_checkpoint", "string?"],
-  ["error", "object?"],
-  ["steps", "count"],
-  ["tokens", "count"],
-  ["total_reward", "number"],
-  ["outcome", "number?"],
-  ["reward_components", "object"],
-  ["verdict", "json"],
-  ["end_reason", "string?"],
-  ["terminated", "boolean"],
-  ["truncated", "boolean"],
-  ["cost", "number"],
-  ["tool_calls", "object"],
-  ["started_at", "string"],
-  ["finished_at", "string"],
-  ["duration_ms", "number"],
-];
-
-function checkEpisode(episode: unknown, where: string): asserts episode is EpisodeRecord {
-  if (!isPlainObject(episode)) throw new ValidationError("invalid_argument", `${where} must be an episode record object`);
-  checkId(episode.episode_id, `${where}.episode_id`);
-  const id = episode.episode_id as string;
-  const fail = (message: string) => new ValidationError("invalid_argument", `${where}.${message} (episode ${id})`, { episode_id: id });
-  for (const [key, kind] of EPISODE_FIELDS) {
-    const v = episode[key];
-    const ok =
-      kind === "string" ? typeof v === "string"
-      : kind === "string?" ? v === null || typeof v === "string"
-      : kind === "integer" ? typeof v === "number" && Number.isSafeInteger(v)
-      : kind === "count" ? typeof v === "number" && Number.isSafeInteger(v) && v >= 0
-      : kind === "number" ? typeof v === "number" && Number.isFinite(v)
-      : kind === "number?" ? v === null || (typeof v === "number" && Number.isFinite(v))
-      : kind === "boolean" ? typeof v === "boolean"
-      : kind === "object" ? isPlainObject(v)
-      : kind === "object?" ? v === null || isPlainObject(v)
-      : v !== undefined;
-    if (!ok) throw fail(`${key} must be ${KIND_TEXT[kind]}, not ${show(v)}`);
-  }
-  if (episode.status !== "ok" && episode.status !== "error") throw fail(`status must be "ok" or "error", not ${show(episode.status)}`);
-  checkAdvantages(episode.advantages, `${where}.advantages`, true, id);
-}
-
-const KIND_TEXT: Record<Kind, string> = {
-  string: "a string",
-  "string?": "a string or null",
-  integer: "an integer",
-  count: "a non-negative integer",
-  number: "a finite number",
-  "number?": "a finite number or null",
-  boolean: "a boolean",
-  object: "an object",
-  "object?": "an object or null",
-  json: "a JSON value or null",
-};
-
-function checkAdvantages(value: unknown, where: string, nullable: boolean, episodeId?: string): void {
-  const details = episodeId === undefined ? {} : { episode_id: episodeId };
-  const suffix = episodeId === undefined ? "" : ` (episode ${episodeId})`;
-  if (value === null && nullable) return;
-  if (!isPlainObject(value)) {
-    throw new ValidationError("invalid_argument", `${where} must be { grpo, dr_grpo, rloo }${nullable ? " or null" : ""}, not ${show(value)}${suffix}`, details);
-  }
-  for (const key of ["grpo", "dr_grpo", "rloo"] as const) {
-    const v = value[key];
-    if (typeof v !== "number" || !Number.isFinite(v)) {
-      throw new ValidationError("invalid_argument", `${where}.${key} must be a finite number, not ${show(v)}${suffix}`, details);
-    }
-  }
-}
-
-/** JSON text of a record, refusing what JSON would silently change (NaN becomes null, functions vanish). */
-function serialise(value: unknown, where: string, episodeId?: string): string {
-  checkJson(value, where, episodeId);
-  try {
-    return JSON.stringify(value);
-  } catch (error) {
-    throw new ValidationError("invalid_argument", `${where} cannot be stored as JSON: ${error instanceof Error ? error.message : String(error)}`, episodeId ? { episode_id: episodeId } : {});
-  }
-}
-
-const MAX_DEPTH = 64;
-
-function checkJson(value: unknown, where: string, episodeId?: string): void {
-  const problem = findNonJson(value, 0);
-  if (!problem) return;
-  const [reason, ...path] = problem;
-  const at = where + path.reverse().join("");
-  throw new ValidationError("invalid_argument", `${at} ${reason}${episodeId ? ` (episode ${episodeId})` : ""}`, {
-    path: at,
-    ...(episodeId ? { episode_id: episodeId } : {}),
-  });
-}
-
-/** The first value JSON cannot carry faithfully: [reason, ...path segments innermost first], or undefined. */
-function findNonJson(value: unknown, depth: number): string[] | undefined {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-    case "undefined":
-      return undefined;
-    case "number":
-      return Number.isFinite(value) ? undefined : [`is ${value}: JSON has no non-finite numbers`];
-    case "bigint":
-      return ["is a bigint: JSON has no bigints"];
-    case "function":
-    case "symbol":
-      return [`is a ${typeof value}: not JSON`];
-  }
-  if (value === null) return undefined;
-  // Past this depth the value is almost surely circular; JSON.stringify would throw anyway.
-  if (depth > MAX_DEPTH) return [`is nested more than ${MAX_DEPTH} levels deep (circular?)`];
-  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = findNonJson(value[i], depth + 1);
-      if (p) return (p.push(`[${i}]`), p);
-    }
-    return undefined;
-  }
-  const obj = value as Record<string, unknown>;
-  for (const key in obj) {
-    if (!Object.prototype.hasOwnProperty.call(obj, key)) continue;
-    const p = findNonJson(obj[key], depth + 1);
-    if (p) return (p.push(/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`), p);
-  }
-  return undefined;
-}
-
-function checkId(value: unknown, name: string): asserts value is string {
-  if (typeof value !== "string" || value.length === 0) throw new ValidationError("invalid_argument", `${name} must be a non-empty string, not ${show(value)}`);
-}
-
-function checkString(value: unknown, name: string): void {
-  if (typeof value !== "string") throw new ValidationError("invalid_argument", `${name} must be a string, not ${show(value)}`);
-}
-
-function checkNullableString(value: unknown, name: string): void {
-  if (value !== null && typeof value !== "string") throw new ValidationError("invalid_argument", `${name} must be a string or null, not ${show(value)}`);
-}
-
-function nonNegativeInteger(value: unknown, name: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new ValidationError("invalid_argument", `${name} must be a non-negative integer, not ${show(value)}`, { [name]: show(value) });
-  }
-  return value;
-}
-
-function positiveInteger(value: unknown, name: string): number {
-  if (nonNegativeInteger(value, name) === 0) throw new ValidationError("invalid_argument", `${name} must be at least 1`);
-  return value as number;
-}
-
-function badField(message: string, field: string): ValidationError {
-  return new ValidationError("invalid_argument", message, { field });
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-/** A short, safe rendering of a bad value for an error message. */
-function show(value: unknown): string {
-  if (value === undefined) return "undefined (missing)";
-  if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
-  if (Array.isArray(value)) return "an array";
-  return `a ${typeof value}`;
 }
 
 function isSqliteCode(error: unknown, code: string): boolean {

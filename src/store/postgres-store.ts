@@ -1,0 +1,642 @@
+/**
+ * The shared trajectory store (DESIGN §6, §8): PostgreSQL through pg, for rollouts and services on several
+ * machines writing one store. It answers exactly as the SQLite store does, field for field: every row
+ * keeps its full record as JSON text (records.ts validates and serialises for both), the columns beside it
+ * only filter, order and join, and key columns use the "C" collation so orders are byte orders as in SQLite.
+ *
+ * Each `writeEpisodes` call is one transaction; its rows go in as multi-row INSERTs, far under PostgreSQL's
+ * 65,535 parameter limit and a bounded number of bytes each. Their row counts are powers of two (up to
+ * STEP_ROWS_PER_INSERT), each a named statement that every connection parses and plans once: planning a
+ * 512-row VALUES list costs more than running it (unprepared lists measured 1.5 to 4 times slower here,
+ * unnest() over array parameters 1.5 to 2 times). Step records are serialised one statement ahead, while
+ * the server inserts the previous one. Episode ids are the idempotency key: an id already stored, by this
+ * process or any other, fails the whole call with invalid_argument and nothing of it is written.
+ */
+import pg from "pg";
+import type { TrajectoryStepRecord } from "../core/contract.js";
+import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
+import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS } from "./liveness.js";
+import { parsePostgresUrl, type PostgresLocation } from "./postgres-location.js";
+import { migratePostgres, quoteIdent } from "./postgres-migrations.js";
+import {
+  batchError, checkFinishStatus, checkId, checkListRunsOptions, checkQuery, checkRun, checkRunIds, messageOf, nonNegativeInteger, ownerOption,
+  positiveInteger, prepareAdvantages, prepareHeads, runRecordText, stepRecord, toEpisode, toRun, type CleanQuery, type EpisodeRow,
+  type PreparedHead, type RunRow,
+} from "./records.js";
+import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
+
+/** Tuning knobs of a PostgreSQL store; the defaults suit a rollout runner. */
+export interface PostgresStoreOptions {
+  /** The schema of the store's tables (default: the URL's `?schema=` or `search_path`, else `public`). Created if missing. */
+  schema?: string;
+  /** Episodes per page of `streamEpisodes` (their steps are read with them): bounds its memory. */
+  pageSize?: number;
+  /** How long to wait for a connection before failing with store_error (default 10 s): a dead or silent server never hangs a call. */
+  connectTimeoutMs?: number;
+  /** Connections kept open at most (default 8). */
+  poolSize?: number;
+  /** The process this store acts for in createRun, claimRun and heartbeatRuns (default: this process). */
+  owner?: RunOwner;
+  /** A `running` run whose heartbeat is older than this reads as interrupted (default STALE_RUN_AFTER_MS). */
+  staleRunAfterMs?: number;
+  /** The clock of heartbeats and staleness, in ms since the epoch (default Date.now). */
+  now?: () => number;
+  /** Create the schema and tables when missing (default true). Readers pass false: a schema without a store is then unknown_store. */
+  create?: boolean;
+}
+
+/** Connect to (creating the schema and tables if needed, migrating them if old) the PostgreSQL trajectory store at `url`. */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<PostgresTrajectoryStore> {
+  const store = new PostgresTrajectoryStore(url, options);
+  try {
+    await store.ready();
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw error;
+  }
+  return store;
+}
+
+/** Most step rows per INSERT (3 parameters each, far under the 65,535 limit); a power of two. */
+export const STEP_ROWS_PER_INSERT = 512;
+/** Most episode rows per INSERT (11 parameters each); a power of two. */
+export const EPISODE_ROWS_PER_INSERT = 128;
+/** A chunk of rows also closes once its JSON text reaches this many characters, so one message stays small however big the steps. */
+const CHUNK_CHARS = 16 * 1024 * 1024;
+
+const EPISODE_COLUMNS = "episode_id, run_id, task_id, group_index, advantages, record";
+const RUN_COLUMNS = "status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record";
+/** Ordering of every episode query; episode_id makes it total so keyset paging never skips or repeats. */
+const ORDER = "ORDER BY run_id, task_id, group_index, episode_id";
+const INT8_OID = 20;
+
+/** The PostgreSQL trajectory store. Open it with `openPostgresStore` (the constructor does not connect). */
+export class PostgresTrajectoryStore implements TrajectoryStore {
+  /** The URL the store was opened at, without its password. */
+  readonly url: string;
+  /** The schema its tables live in. */
+  readonly schema: string;
+  /** The process this store acts for as a run owner. */
+  readonly owner: RunOwner;
+  private readonly pageSize: number;
+  private readonly staleRunAfterMs: number;
+  private readonly now: () => number;
+  private readonly create: boolean;
+  private pool: pg.Pool | undefined;
+  private closing: Promise<void> | undefined;
+  private opened: Promise<void> | undefined;
+  /** Table names qualified by the schema: nothing depends on the connection's search_path. */
+  private readonly t: { runs: string; episodes: string; steps: string };
+
+  /** Validate the options and make the (lazy) connection pool; `openPostgresStore` also connects and migrates. */
+  constructor(url: string, options: PostgresStoreOptions = {}) {
+    const location: PostgresLocation = parsePostgresUrl(url, options.schema);
+    this.url = location.display;
+    this.schema = location.schema;
+    this.pageSize = positiveInteger(options.pageSize ?? 200, "pageSize");
+    const connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? 10_000, "connectTimeoutMs");
+    const poolSize = positiveInteger(options.poolSize ?? 8, "poolSize");
+    this.staleRunAfterMs = nonNegativeInteger(options.staleRunAfterMs ?? STALE_RUN_AFTER_MS, "staleRunAfterMs");
+    this.owner = ownerOption(options.owner, currentOwner);
+    this.now = options.now ?? Date.now;
+    this.create = options.create ?? true;
+    const q = quoteIdent(this.schema);
+    this.t = { runs: `${q}.runs`, episodes: `${q}.episodes`, steps: `${q}.steps` };
+    this.pool = new pg.Pool({
+      connectionString: location.connectionString,
+      max: poolSize,
+      connectionTimeoutMillis: connectTimeoutMs,
+      idleTimeoutMillis: 10_000,
+      // Idle connections never keep a CLI process alive after its work is done.
+      allowExitOnIdle: true,
+      keepAlive: true,
+      application_name: "llmix",
+      // Every bigint this store reads is a safe integer (counts, pids, group indexes, steps): read them as numbers.
+      types: { getTypeParser: ((oid: number, format?: "text" | "binary") => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
+    });
+    // A connection that breaks (server restart, network) emits 'error' besides failing its query, and an
+    // 'error' event nobody listens to crashes the process. The pool listens only while a connection is
+    // idle (then drops it; the next call opens a new one), so each connection gets a listener of its own
+    // for the time it is checked out: its caller already gets the failure as a rejected query.
+    this.pool.on("error", () => undefined);
+    this.pool.on("connect", (client) => client.on("error", () => undefined));
+  }
+
+  /** Connect and bring the schema to this code's version (once; later calls share the first). */
+  ready(): Promise<void> {
+    // A failed open is not remembered: the next call tries again (the server may be back).
+    this.opened ??= this.open().catch((error: unknown) => {
+      this.opened = undefined;
+      throw error;
+    });
+    return this.opened;
+  }
+
+  private async open(): Promise<void> {
+    const client = await this.connect("cannot connect to the trajectory store");
+    let broken: Error | undefined;
+    try {
+      await migratePostgres(client, this.schema, { create: this.create, display: this.url });
+    } catch (error) {
+      broken = error instanceof Error ? error : new Error(String(error));
+      throw this.fail(error, "cannot open the trajectory store");
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Create a run owned by `run.owner` (default: this store's owner), its heartbeat now (fails with invalid_argument if the id exists). */
+  async createRun(run: RunRecord): Promise<void> {
+    this.handle();
+    checkRun(run);
+    const owner = run.owner ?? this.owner;
+    const record = runRecordText(run);
+    // A transaction, not a lone statement: only then is it safe to run again after a lost connection
+    // (an insert that may have committed would otherwise come back as "already exists").
+    await this.transaction(`cannot create run ${run.run_id}`, async (client) => {
+      const result = await client.query(
+        `INSERT INTO ${this.t.runs} (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id) DO NOTHING`,
+        [run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), record],
+      );
+      if (result.rowCount === 0) throw new ValidationError("invalid_argument", `run ${run.run_id} already exists`, { run_id: run.run_id });
+    });
+  }
+
+  /**
+   * Take a run over to resume it: this store's owner becomes its owner, its heartbeat now, its status
+   * `running` (finished_at cleared). Refused with invalid_argument while the run reads `running` under
+   * another owner; unknown run: NotFoundError unknown_run.
+   */
+  async claimRun(runId: string): Promise<RunRecord> {
+    this.handle();
+    checkId(runId, "runId");
+    // One transaction with the row locked from the check to the update: two processes resuming a run cannot both take it.
+    const row = await this.transaction(`cannot claim run ${runId}`, async (client) => {
+      const found = (await client.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM ${this.t.runs} WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
+      if (!found) throw new NotFoundError("unknown_run", `run ${runId} is not in the trajectory store`, { run_id: runId });
+      if (this.statusOf(found) === "running" && !(found.owner_host === this.owner.host && found.owner_pid === this.owner.pid)) {
+        throw new ValidationError("invalid_argument", `run ${runId} is running (owner ${found.owner_host ?? "unknown"} pid ${found.owner_pid ?? "?"}, heartbeat ${found.heartbeat_at ?? "never"}); it can be resumed once it is interrupted`, {
+          run_id: runId,
+        });
+      }
+      const updated = await client.query<RunRow>(
+        `UPDATE ${this.t.runs} SET status = 'running', finished_at = NULL, owner_host = $1, owner_pid = $2, heartbeat_at = $3 WHERE run_id = $4 RETURNING ${RUN_COLUMNS}`,
+        [this.owner.host, this.owner.pid, this.isoNow(), runId],
+      );
+      return updated.rows[0] as RunRow;
+    });
+    return this.decode("corrupt run record", () => toRun(row, this.statusOf(row)));
+  }
+
+  /** Stamp the heartbeat of those of these runs that are `running` under this store's owner; returns how many were stamped. */
+  async heartbeatRuns(runIds: readonly string[]): Promise<number> {
+    this.handle();
+    checkRunIds(runIds);
+    if (runIds.length === 0) return 0;
+    const result = await this.query(
+      "cannot stamp run heartbeats",
+      `UPDATE ${this.t.runs} SET heartbeat_at = $1 WHERE run_id = ANY($2::text[]) AND status = 'running' AND owner_host = $3 AND owner_pid = $4`,
+      [this.isoNow(), runIds, this.owner.host, this.owner.pid],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  /** Set a run's status as its owner leaves it; finished_at is stamped now unless it is `interrupted` (unknown run: NotFoundError unknown_run). */
+  async finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void> {
+    this.handle();
+    checkId(runId, "runId");
+    checkFinishStatus(status);
+    const finishedAt = status === "interrupted" ? null : this.isoNow();
+    const result = await this.query(`cannot finish run ${runId}`, `UPDATE ${this.t.runs} SET status = $1, finished_at = $2 WHERE run_id = $3`, [status, finishedAt, runId]);
+    if (result.rowCount === 0) throw new NotFoundError("unknown_run", `run ${runId} is not in the trajectory store`, { run_id: runId });
+  }
+
+  /** A run, or undefined; a `running` run whose owner is gone reads as `interrupted` (see liveness.ts). */
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    this.handle();
+    checkId(runId, "runId");
+    const row = (await this.query<RunRow>(`cannot read run ${runId}`, `SELECT ${RUN_COLUMNS} FROM ${this.t.runs} WHERE run_id = $1`, [runId])).rows[0];
+    return row && this.decode("corrupt run record", () => toRun(row, this.statusOf(row)));
+  }
+
+  /** Runs, newest (by created_at) first, each with its status read as getRun reads it. */
+  async listRuns(options: { limit?: number } = {}): Promise<RunRecord[]> {
+    this.handle();
+    const limit = checkListRunsOptions(options);
+    // seq breaks ties between runs created in the same millisecond: the later insert is newer.
+    const rows = (await this.query<RunRow>("cannot list runs", `SELECT ${RUN_COLUMNS} FROM ${this.t.runs} ORDER BY created_at DESC, seq DESC LIMIT $1`, [limit])).rows;
+    return this.decode("corrupt run record", () => rows.map((row) => toRun(row, this.statusOf(row))));
+  }
+
+  /**
+   * Store episodes with their steps in one transaction. The whole batch is checked first: a duplicate
+   * or already-stored episode id, steps of another episode, a non-finite number or a malformed field
+   * fails the call with invalid_argument and nothing of the batch is written. A malformed batch is
+   * reported as such even when it also holds a stored id, and names the same first problem as SQLite.
+   */
+  async writeEpisodes(episodes: StoredEpisode[]): Promise<void> {
+    this.handle();
+    const heads = validated(episodes, () => prepareHeads(episodes));
+    if (heads.length === 0) return;
+    // Every writer inserts its episodes in id order, so two writers with overlapping batches wait on each
+    // other instead of deadlocking; the error still names the first stored id in the caller's order.
+    const sorted = [...heads].sort((a, b) => (a.episode.episode_id < b.episode.episode_id ? -1 : 1));
+    await this.transaction("cannot write episodes", async (client) => {
+      const inserting = this.insertEpisodes(client, sorted);
+      inserting.catch(() => undefined);
+      // The step records are most of the work on both sides: each piece is serialised here while the
+      // server inserts the one before (the episodes, for the first), so the two overlap.
+      const pieces = stepPieces(sorted);
+      let next = validated(episodes, () => pieces.next());
+      const inserted = await inserting;
+      const stored = heads.find((h) => !inserted.has(h.episode.episode_id));
+      if (stored) {
+        // Checked to the end before answering, as SQLite checks a batch before writing it.
+        while (!next.done) next = validated(episodes, () => pieces.next());
+        const id = stored.episode.episode_id;
+        throw new ValidationError("invalid_argument", `episode ${id} is already stored`, { episode_id: id });
+      }
+      let inflight: Promise<unknown> | undefined;
+      try {
+        while (!next.done) {
+          const piece = next.value;
+          if (inflight) await inflight;
+          inflight = client.query({
+            name: `llmix_insert_steps_${piece.rows}`,
+            text: `INSERT INTO ${this.t.steps} (episode_id, step, record) VALUES ${placeholders(piece.rows, 3)}`,
+            values: piece.values,
+          });
+          next = validated(episodes, () => pieces.next());
+        }
+        await inflight;
+      } catch (error) {
+        // A statement still running must finish (or fail) before the transaction is rolled back.
+        await inflight?.catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  /** Insert the episode rows; returns the ids inserted (a conflicting id, already stored or being stored by another writer, is not). */
+  private async insertEpisodes(client: pg.PoolClient, sorted: readonly PreparedHead[]): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    for (const chunk of chunks(sorted, EPISODE_ROWS_PER_INSERT, (e) => e.record.length)) {
+      // DO NOTHING rather than an error: a conflicting row (stored, or being stored by another writer,
+      // whose commit this waits for) is simply not returned, and the call then fails naming it.
+      const result = await client.query<{ episode_id: string }>({
+        name: `llmix_insert_episodes_${chunk.length}`,
+        text: `INSERT INTO ${this.t.episodes} (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record)
+               VALUES ${placeholders(chunk.length, 11)} ON CONFLICT (episode_id) DO NOTHING RETURNING episode_id`,
+        values: chunk.flatMap(episodeValues),
+      });
+      for (const row of result.rows) inserted.add(row.episode_id);
+    }
+    return inserted;
+  }
+
+  /** Set the advantages of stored episodes in one transaction; an unknown episode fails the whole call. */
+  async setAdvantages(values: ReadonlyArray<{ episode_id: string; advantages: Advantages }>): Promise<void> {
+    this.handle();
+    const rows = prepareAdvantages(values);
+    if (rows.length === 0) return;
+    // The last value given for an id wins, as when the values are applied one by one.
+    const byId = new Map(rows.map((r) => [r.episode_id, r.advantages]));
+    await this.transaction("cannot set advantages", async (client) => {
+      // Rows are locked in id order before the update, so two calls over the same episodes in different
+      // orders wait for each other instead of deadlocking.
+      const locked = await client.query<{ episode_id: string }>(
+        `SELECT episode_id FROM ${this.t.episodes} WHERE episode_id = ANY($1::text[]) ORDER BY episode_id FOR UPDATE`,
+        [[...byId.keys()]],
+      );
+      const found = new Set(locked.rows.map((r) => r.episode_id));
+      const unknown = rows.find((r) => !found.has(r.episode_id));
+      if (unknown) {
+        throw new NotFoundError("unknown_episode", `episode ${unknown.episode_id} is not in the trajectory store`, { episode_id: unknown.episode_id });
+      }
+      await client.query(
+        `UPDATE ${this.t.episodes} AS e SET advantages = v.advantages FROM unnest($1::text[], $2::text[]) AS v (episode_id, advantages)
+         WHERE e.episode_id = v.episode_id`,
+        [[...byId.keys()], [...byId.values()]],
+      );
+    });
+  }
+
+  /**
+   * Episodes matching a query, ordered by (run_id, task_id, group_index). `passed: false` matches every
+   * episode whose verdict did not pass, those without a verdict included, so true and false partition
+   * the store.
+   */
+  async episodes(query: EpisodeQuery = {}): Promise<EpisodeRecord[]> {
+    this.handle();
+    const q = checkQuery(query);
+    const { where, params } = whereOf(q);
+    const n = params.length;
+    const rows = (
+      await this.query<EpisodeRow>(
+        "cannot query episodes",
+        `SELECT ${EPISODE_COLUMNS} FROM ${this.t.episodes} ${where} ${ORDER} LIMIT $${n + 1} OFFSET $${n + 2}`,
+        [...params, q.limit ?? null, q.offset ?? 0],
+      )
+    ).rows;
+    return this.decode("corrupt episode record", () => rows.map(toEpisode));
+  }
+
+  /**
+   * Episodes matching a query with their steps, one page (`pageSize` episodes) per statement, each page
+   * one consistent snapshot. Pages continue after the last key seen rather than by OFFSET, so a long
+   * stream costs the same per page, and rows written meanwhile never make it repeat or skip a row.
+   */
+  async *streamEpisodes(query: EpisodeQuery = {}): AsyncGenerator<StoredEpisode> {
+    this.handle();
+    const q = checkQuery(query);
+    const { where, params } = whereOf(q);
+    const n = params.length;
+    // Columns fixed by an equality filter are left out of the key: the rest then matches the suffix
+    // of an index, so the next page is one range seek.
+    const keys = (["run_id", "task_id", "group_index", "episode_id"] as const).filter((k) => !((k === "run_id" || k === "task_id") && q[k] !== undefined));
+    const after = `(${keys.join(", ")}) > (${keys.map((_, i) => `$${n + 1 + i}`).join(", ")})`;
+    // Each episode's steps come back as one JSON array text (its step records joined in step order), so a
+    // page is one statement and one row per episode, however many steps.
+    const page = (filter: string, tail: string) =>
+      `SELECT ${EPISODE_COLUMNS},
+         (SELECT '[' || coalesce(string_agg(s.record, ',' ORDER BY s.step), '') || ']' FROM ${this.t.steps} s WHERE s.episode_id = p.episode_id) AS steps
+       FROM (SELECT ${EPISODE_COLUMNS} FROM ${this.t.episodes} ${filter} ${ORDER} ${tail}) AS p ${ORDER}`;
+    const first = page(where, `LIMIT $${n + 1} OFFSET $${n + 2}`);
+    const next = page(where ? `${where} AND ${after}` : `WHERE ${after}`, `LIMIT $${n + 1 + keys.length}`);
+    let remaining = q.limit ?? Number.POSITIVE_INFINITY;
+    let last: EpisodeRow | undefined;
+    while (remaining > 0) {
+      const size = Math.min(this.pageSize, remaining);
+      this.handle();
+      const rows = (
+        await this.query<EpisodeRow & { steps: string }>(
+          "cannot stream episodes",
+          last === undefined ? first : next,
+          last === undefined ? [...params, size, q.offset ?? 0] : [...params, ...keys.map((k) => (last as EpisodeRow)[k]), size],
+        )
+      ).rows;
+      const episodes = this.decode("corrupt episode record", () =>
+        rows.map((row) => ({ episode: toEpisode(row), steps: JSON.parse(row.steps) as TrajectoryStepRecord[] })),
+      );
+      for (const e of episodes) yield e;
+      if (rows.length < size) return;
+      remaining -= rows.length;
+      last = rows[rows.length - 1];
+    }
+  }
+
+  /** Count of episodes matching a query's filters (limit and offset are checked but do not apply: this is the total to page through). */
+  async countEpisodes(query: EpisodeQuery = {}): Promise<number> {
+    this.handle();
+    const q = checkQuery(query);
+    const { where, params } = whereOf(q);
+    const rows = (await this.query<{ n: number }>("cannot count episodes", `SELECT count(*) AS n FROM ${this.t.episodes} ${where}`, params)).rows;
+    return rows[0]?.n ?? 0;
+  }
+
+  /** One episode, or undefined. */
+  async getEpisode(episodeId: string): Promise<EpisodeRecord | undefined> {
+    this.handle();
+    checkId(episodeId, "episodeId");
+    const row = (await this.query<EpisodeRow>(`cannot read episode ${episodeId}`, `SELECT ${EPISODE_COLUMNS} FROM ${this.t.episodes} WHERE episode_id = $1`, [episodeId])).rows[0];
+    return row && this.decode("corrupt episode record", () => toEpisode(row));
+  }
+
+  /** The steps of one episode ordered by step (empty if the episode is unknown). */
+  async getSteps(episodeId: string): Promise<TrajectoryStepRecord[]> {
+    this.handle();
+    checkId(episodeId, "episodeId");
+    const rows = (
+      await this.query<{ record: string }>(`cannot read the steps of episode ${episodeId}`, `SELECT record FROM ${this.t.steps} WHERE episode_id = $1 ORDER BY step`, [episodeId])
+    ).rows;
+    return this.decode("corrupt step record", () => rows.map((r) => JSON.parse(r.record) as TrajectoryStepRecord));
+  }
+
+  /** Close the connections (waiting for calls in flight to release theirs). Idempotent. */
+  async close(): Promise<void> {
+    const pool = this.pool;
+    if (!pool) return this.closing;
+    this.pool = undefined;
+    this.closing = pool.end().catch((error: unknown) => {
+      throw this.fail(error, "cannot close the trajectory store");
+    });
+    return this.closing;
+  }
+
+  private statusOf(row: RunRow): RunStatus {
+    return effectiveStatus(row, this.now(), this.staleRunAfterMs);
+  }
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  private handle(): pg.Pool {
+    if (!this.pool) throw new LlmixError("store_error", `the trajectory store at ${this.url} is closed`, { url: this.url });
+    return this.pool;
+  }
+
+  /** A pooled connection, or store_error naming the URL (no password) when the server cannot be reached. */
+  private async connect(what: string): Promise<pg.PoolClient> {
+    try {
+      return await this.handle().connect();
+    } catch (error) {
+      throw this.fail(error, what);
+    }
+  }
+
+  /** One statement on any pooled connection; failures become store_error (typed LLMix errors pass through). */
+  /**
+   * One statement on any pooled connection; failures become store_error (typed LLMix errors pass
+   * through). Only for statements that may run twice (reads, idempotent updates): one that finds its
+   * connection lost (a pooled connection the server closed, say on a restart) runs once more on a new one.
+   */
+  private async query<R extends object = Record<string, unknown>>(what: string, text: string, values: unknown[] = []): Promise<pg.QueryResult<R & pg.QueryResultRow>> {
+    await this.ready();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.handle().query<R & pg.QueryResultRow>(text, values);
+      } catch (error) {
+        if (attempt === 0 && isConnectionLoss(error)) continue;
+        throw this.fail(error, what);
+      }
+    }
+  }
+
+  /**
+   * Run `fn` in a transaction on one connection: committed if it returns, rolled back if it throws. A
+   * connection lost before COMMIT was sent leaves nothing behind (the server rolls back), and so does a
+   * transaction the server chose as a deadlock victim: either runs once more, on a new connection. A loss
+   * at COMMIT, whose outcome is unknown, fails.
+   */
+  private async transaction<T>(what: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    await this.ready();
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.connect(what);
+      let broken: Error | undefined;
+      let committing = false;
+      try {
+        await client.query("BEGIN");
+        const result = await fn(client);
+        committing = true;
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        // A connection that cannot even roll back is broken: release it destroyed, not back to the pool.
+        await client.query("ROLLBACK").catch((e: unknown) => (broken = e instanceof Error ? e : new Error(String(e))));
+        if (attempt === 0 && !committing && (isConnectionLoss(error) || isDeadlock(error))) continue;
+        throw this.fail(error, what);
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  /** Parse stored JSON; a row that does not parse is a corrupt store (store_error), not a caller's mistake. */
+  private decode<T>(what: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      throw this.fail(error, what);
+    }
+  }
+
+  private fail(error: unknown, what: string): LlmixError {
+    if (error instanceof LlmixError) return error;
+    const code = (error as { code?: unknown }).code;
+    return new LlmixError("store_error", `${what} (${this.url}, schema ${this.schema}): ${describe(error)}`, {
+      url: this.url,
+      schema: this.schema,
+      ...(typeof code === "string" ? { pg_code: code } : {}),
+    });
+  }
+}
+
+// ---- statements ---------------------------------------------------------------------------------------
+
+function episodeValues(e: PreparedHead): unknown[] {
+  const ep = e.episode;
+  return [ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed, e.advantages, e.record];
+}
+
+/** `fn()`, with a validation error replaced by the one prepareBatch reports for the batch (the first in item order). */
+function validated<T>(batch: unknown, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw batchError(batch, error);
+  }
+}
+
+/** The largest power of two that is at most `n` (n >= 1). */
+function powerOfTwoAtMost(n: number): number {
+  return 2 ** Math.floor(Math.log2(n));
+}
+
+/**
+ * The step rows of `heads` as INSERT parameters, serialised one piece at a time as the caller asks for
+ * the next: pieces of a power of two rows, at most STEP_ROWS_PER_INSERT and, past one row, at most about
+ * CHUNK_CHARS characters of JSON.
+ */
+function* stepPieces(heads: readonly PreparedHead[]): Generator<{ rows: number; values: unknown[] }> {
+  let values: unknown[] = [];
+  let chars = 0;
+  const cut = function* (all: boolean) {
+    while (values.length > 0) {
+      const rows = powerOfTwoAtMost(values.length / 3);
+      const piece = values.slice(0, rows * 3);
+      values = values.slice(rows * 3);
+      chars = 0;
+      for (let i = 2; i < values.length; i += 3) chars += (values[i] as string).length;
+      yield { rows, values: piece };
+      if (!all) return;
+    }
+  };
+  for (const head of heads) {
+    for (const step of head.steps) {
+      const record = stepRecord(head, step);
+      values.push(head.episode.episode_id, step.step, record);
+      chars += record.length;
+      if (values.length >= STEP_ROWS_PER_INSERT * 3 || chars >= CHUNK_CHARS) yield* cut(false);
+    }
+  }
+  yield* cut(true);
+}
+
+/** `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `columns` parameters. */
+function placeholders(rows: number, columns: number): string {
+  const out: string[] = new Array(rows);
+  for (let r = 0; r < rows; r++) {
+    const base = r * columns;
+    let row = `($${base + 1}`;
+    for (let c = 2; c <= columns; c++) row += `, $${base + c}`;
+    out[r] = `${row})`;
+  }
+  return out.join(", ");
+}
+
+/**
+ * `items` in chunks whose lengths are powers of two of at most `maxRows` (a power of two), a run of
+ * chunks also closing once its `size` sum reaches CHUNK_CHARS: so few distinct statements (one per
+ * power of two) serve every batch, each prepared once per connection.
+ */
+function* chunks<T>(items: readonly T[], maxRows: number, size: (item: T) => number): Generator<T[]> {
+  let start = 0;
+  while (start < items.length) {
+    // The run: up to maxRows items, fewer if their text passes CHUNK_CHARS first (at least one item).
+    let end = start;
+    let chars = 0;
+    while (end < items.length && end - start < maxRows && (end === start || chars < CHUNK_CHARS)) chars += size(items[end++] as T);
+    for (let at = start; at < end; ) {
+      const rows = powerOfTwoAtMost(end - at);
+      yield items.slice(at, at + rows);
+      at += rows;
+    }
+    start = end;
+  }
+}
+
+function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  const add = (clause: string, value: unknown) => {
+    if (value === undefined) return;
+    params.push(value);
+    clauses.push(`${clause} $${params.length}`);
+  };
+  add("run_id =", q.run_id);
+  add("env =", q.env);
+  add("task_id =", q.task_id);
+  add("difficulty =", q.difficulty);
+  add("status =", q.status);
+  add("passed =", q.passed);
+  add("total_reward >=", q.min_reward);
+  add("total_reward <=", q.max_reward);
+  return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+
+/**
+ * True for a lost connection rather than a failed statement: the server went away (admin or crash
+ * shutdown, SQLSTATE class 08) or the socket broke under the driver.
+ */
+function isConnectionLoss(error: unknown): boolean {
+  if (error instanceof LlmixError) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && (/^08/.test(code) || code === "57P01" || code === "57P02" || code === "57P03" || code === "ECONNRESET" || code === "EPIPE")) return true;
+  return /Connection terminated|not queryable|Client was closed/i.test(messageOf(error));
+}
+
+/** True for a transaction the server aborted to break a deadlock (or a serialisation failure): rolled back whole, safe to run again. */
+function isDeadlock(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === "40P01" || code === "40001";
+}
+
+/** A driver error as one line: Node's connect errors to a name with several addresses are an AggregateError with an empty message. */
+function describe(error: unknown): string {
+  if (error instanceof AggregateError && !error.message) return error.errors.map(messageOf).join("; ") || "connection failed";
+  const message = messageOf(error);
+  const code = (error as { code?: unknown }).code;
+  return message || (typeof code === "string" ? code : "unknown error");
+}
