@@ -18,6 +18,7 @@ import { registerMcpCommand } from "./mcp-command.js";
 import { registerNewCommand } from "./new-command.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
+import { registerWorkerCommand } from "./worker-command.js";
 import { requireWellTypedModules } from "./typecheck.js";
 
 /** Exit codes: 0 ok, 1 a check or command failed, 2 usage error. */
@@ -171,6 +172,7 @@ export function buildProgram(): Command {
   registerMcpCommand(program);
   registerNewCommand(program);
   registerServeCommand(program);
+  registerWorkerCommand(program);
   return program;
 }
 

@@ -13,6 +13,8 @@ import { ADVANTAGE_ON, type AdvantageOn, type RolloutConfig } from "../rollout/p
 import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
 import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { rollout, type RolloutResult } from "../rollout/runner.js";
+import { QueueExecutor } from "../rollout/queue/enqueue.js";
+import { DEFAULT_QUEUE_NAME, redisUrl } from "../rollout/queue/queue-names.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { EXPORT_FORMATS, exportEpisodes, exportVerlTools, whyEmpty } from "../store/export/index.js";
@@ -163,6 +165,8 @@ interface RolloutFlags {
   maxTokens?: number;
   systemPrompt?: string;
   advantageOn: string;
+  queue?: string;
+  queueName: string;
 }
 
 function configOf(flags: RolloutFlags): RolloutConfig {
@@ -220,6 +224,8 @@ export function registerRolloutCommands(program: Command): void {
     .option("--temperature <t>", "openai policy: sampling temperature", number("--temperature"))
     .option("--max-tokens <n>", "openai policy: completion tokens per turn", integer("--max-tokens", 1, 1_000_000))
     .option("--system-prompt <text>", "openai policy: a system message")
+    .option("--queue <url>", "run the episodes on `llmix worker` processes through this Redis (redis://HOST:PORT[/DB]) instead of local threads", (v: string) => redisUrl(v, "--queue"))
+    .option("--queue-name <name>", "with --queue: the BullMQ queue's name", DEFAULT_QUEUE_NAME)
     .addOption(storeOption())
     .option("--json", "print JSON")
     .addOption(moduleOption())
@@ -242,6 +248,7 @@ export function registerRolloutCommands(program: Command): void {
           concurrency: flags.concurrency,
           workers: flags.workers,
           workerMemoryMb: flags.workerMemory,
+          executor: flags.queue ? new QueueExecutor({ redisUrl: flags.queue, queueName: flags.queueName }) : undefined,
           store,
           registry,
           policyOptions: openai,

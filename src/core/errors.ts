@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   step_timeout: "A step exceeded the service's per-step time limit; its host was stopped and the session closed.",
   resource_exhausted: "A step made its environment host exceed its memory cap; the host was stopped and the session closed.",
   host_failed: "An environment host (the worker thread running sessions or episodes) failed for a reason of its own.",
+  queue_unavailable: "The job queue's Redis server could not be reached or failed a command.",
   invalid_json: "The request body is not valid JSON.",
   payload_too_large: "The request body exceeds the service's limit.",
   unauthorized: "The request has no valid bearer token.",

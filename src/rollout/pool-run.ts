@@ -19,6 +19,9 @@
  *   alone, having killed one before, is recorded as an error: `resource_exhausted` for the heap cap, `host_failed` otherwise.
  *   Jobs a dead or stopped thread had received but not started go back to where they came from. A run
  *   does not stop because a thread died; it fails only when its threads cannot start at all.
+ * - Open runs (a queue worker's, rollout/queue): jobs keep arriving through `OpenJobs` after the run
+ *   started. A thread asking for jobs while none are queued is answered when the next ones arrive, not
+ *   with "no more", and the run settles only after `end()`, once its threads have drained.
  */
 import type { Worker } from "node:worker_threads";
 import type { TrajectoryStepRecord } from "../core/contract.js";
@@ -37,6 +40,42 @@ export interface ThreadSource {
   warm(): Worker;
   /** A thread the run is done with, in good health. */
   park(worker: Worker): void;
+}
+
+/**
+ * The jobs of an open run: more can be added while it runs; `end()` says no more will come (the run then
+ * finishes what it holds and settles). Made by the caller before the run starts, as the run may wait its
+ * turn on the pool.
+ */
+export class OpenJobs {
+  /** Jobs added while no run is attached yet. */
+  private pending: EpisodeJob[] = [];
+  private isEnded = false;
+  private listener: ((jobs: EpisodeJob[]) => void) | null = null;
+
+  /** True once `end` was called. */
+  get ended(): boolean {
+    return this.isEnded;
+  }
+
+  /** Hand more jobs to the run. */
+  add(jobs: readonly EpisodeJob[]): void {
+    if (this.isEnded) throw new LlmixError("internal", "jobs added to an open run after its end");
+    if (this.listener) this.listener([...jobs]);
+    else this.pending.push(...jobs);
+  }
+
+  /** No more jobs will come: the run finishes those it has and settles. */
+  end(): void {
+    this.isEnded = true;
+    this.listener?.([]);
+  }
+
+  /** Attach the run: it receives the jobs added so far, then each later addition (and `end`, as an empty one). */
+  attach(listener: (jobs: EpisodeJob[]) => void): EpisodeJob[] {
+    this.listener = listener;
+    return this.pending.splice(0);
+  }
 }
 
 /** How long past its time limit an episode may keep its thread before the watchdog stops the thread. */
@@ -59,6 +98,8 @@ interface Host {
   /** The suspects this thread runs, alone; null for a thread on the shared queue. */
   batch: EpisodeJob[] | null;
   attempts: Map<string, Attempt>;
+  /** Sizes of its job requests not answered yet, oldest first (open runs hold them until jobs arrive). */
+  requests: number[];
   /** The episode the watchdog stopped the thread for. */
   late: Attempt | null;
   /** The thread's error event (an uncaught exception, or ERR_WORKER_OUT_OF_MEMORY). */
@@ -82,6 +123,8 @@ export class PoolRun {
   private readonly hosts = new Set<Host>();
   private readonly workerRun: WorkerRun;
   private readonly deadlineMs: number;
+  /** Where more jobs come from (an open run), or null: the run has all its jobs from the start. */
+  private readonly source: OpenJobs | null;
   private barrenDeaths = 0;
   /** A throwing result handler stops the run: no new jobs, in-flight results still delivered, then it is thrown. */
   private handlerError: unknown = null;
@@ -91,10 +134,11 @@ export class PoolRun {
 
   constructor(
     private readonly threads: ThreadSource,
-    jobs: readonly EpisodeJob[],
+    jobs: readonly EpisodeJob[] | OpenJobs,
     private readonly options: JobRunnerOptions,
   ) {
-    this.queue = [...jobs];
+    this.source = jobs instanceof OpenJobs ? jobs : null;
+    this.queue = jobs instanceof OpenJobs ? [] : [...jobs];
     this.workerRun = { config: options.config, concurrency: options.concurrency, policyOptions: options.policyOptions };
     this.deadlineMs = options.config.timeout_ms + watchdogGraceMs(options.config.timeout_ms);
     this.done = new Promise<void>((resolve, reject) => {
@@ -103,7 +147,21 @@ export class PoolRun {
     }).then(() => {
       if (this.handlerError !== null) throw this.handlerError;
     });
+    if (this.source) {
+      this.queue.push(
+        ...this.source.attach((more) => {
+          if (this.settled) return;
+          this.queue.push(...more);
+          this.fill();
+        }),
+      );
+    }
     this.fill();
+  }
+
+  /** True while more jobs may still arrive: an open run before its end (and before a result handler failed). */
+  private get accepting(): boolean {
+    return this.source !== null && !this.source.ended && this.handlerError === null;
   }
 
   /** Put threads to work: suspects first (a thread per batch), then the shared queue; settle when nothing is left. */
@@ -118,17 +176,19 @@ export class PoolRun {
       this.open(this.threads.warm(), this.batches.shift() as EpisodeJob[]);
       batchHosts++;
     }
-    const wanted = Math.min(this.threads.size, Math.ceil(this.queue.length / this.options.concurrency));
+    // An open run keeps all its threads while it is open: jobs may arrive at any moment.
+    const wanted = this.accepting ? this.threads.size : Math.min(this.threads.size, Math.ceil(this.queue.length / this.options.concurrency));
     let sharedHosts = this.hosts.size - batchHosts;
     while (sharedHosts < wanted) {
       this.open(this.threads.warm(), null);
       sharedHosts++;
     }
     if (this.hosts.size === 0) this.settle(null);
+    for (const host of this.hosts) this.answer(host);
   }
 
   private open(worker: Worker, batch: EpisodeJob[] | null): void {
-    const host: Host = { worker, batch, attempts: new Map(), late: null, error: null, fatal: null, detach: () => undefined };
+    const host: Host = { worker, batch, attempts: new Map(), requests: [], late: null, error: null, fatal: null, detach: () => undefined };
     const onMessage = (message: WorkerMessage) => this.onMessage(host, message);
     const onError = (error: unknown) => {
       host.error ??= error;
@@ -146,7 +206,10 @@ export class PoolRun {
     switch (message.type) {
       case "next":
         if (message.started !== null) this.started(host, message.started);
-        if (message.count > 0) host.worker.postMessage({ type: "jobs", jobs: this.take(host, message.count) } satisfies MainMessage);
+        if (message.count > 0) {
+          host.requests.push(message.count);
+          this.answer(host);
+        }
         return;
       case "steps":
         for (const record of message.records) host.attempts.get(record.episode_id)?.steps.push(record);
@@ -160,6 +223,19 @@ export class PoolRun {
       case "fatal":
         host.fatal = new LlmixError(message.error.code as ErrorCode, message.error.message);
         return;
+    }
+  }
+
+  /**
+   * Answer a thread's pending job requests in order. Fewer jobs than asked tells a thread there are no
+   * more, so while an open run has none queued a request waits; answered early, it says `more`.
+   */
+  private answer(host: Host): void {
+    while (host.requests.length > 0) {
+      const shared = host.batch === null;
+      if (shared && this.accepting && this.queue.length === 0) return;
+      const count = host.requests.shift() as number;
+      host.worker.postMessage({ type: "jobs", jobs: this.take(host, count), more: shared && this.accepting } satisfies MainMessage);
     }
   }
 

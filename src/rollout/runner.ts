@@ -8,6 +8,8 @@
  *
  * Environments registered only in code (neither built-in nor loaded from a module file) cannot be
  * loaded by a worker thread: their episodes run on the main thread, under the cooperative timeout only.
+ * An `executor` runs the episodes elsewhere instead (rollout/queue sends them to workers on other
+ * machines); planning, storing, advantages and metrics stay here either way.
  */
 import { randomBytes } from "node:crypto";
 import { NotFoundError, ValidationError } from "../core/errors.js";
@@ -22,7 +24,7 @@ import { runMetrics, type SliceMetrics } from "./metrics.js";
 import { planJobs, validateConfig, type AdvantageOn, type RolloutConfig } from "./plan.js";
 import { parsePolicySpec, type PolicySource, type PolicySpecOptions } from "./policies/index.js";
 import { sentAction } from "./replay.js";
-import { runJobsInProcess } from "./pool.js";
+import { runJobsInProcess, type JobRunnerOptions } from "./pool.js";
 import { WorkerPool, workerHeapMb } from "./worker-pool.js";
 
 /** Progress after each stored episode. */
@@ -32,6 +34,23 @@ export interface RolloutProgress {
   errors: number;
   /** Mean outcome of the episodes finished in this invocation (null before the first). */
   meanOutcome: number | null;
+}
+
+/**
+ * Where a run's missing episodes execute instead of this process's worker threads (a queue's workers:
+ * rollout/queue). It must hand each job's result to `onResult` exactly once.
+ */
+export interface EpisodeExecutor {
+  /** Run `jobs` (the run's episodes not in the store yet); resolves once each has been handed to `onResult`. */
+  run(jobs: readonly EpisodeJob[], options: ExecutorOptions): Promise<void>;
+}
+
+/** What an executor gets: the runner's options, a result handler that says when a result is stored, and what is stored already. */
+export interface ExecutorOptions extends JobRunnerOptions {
+  /** Store a result; resolves true once it is in the store (with its group's advantages), false if the write failed (the run then stops with that error). */
+  onResult: (result: StoredEpisode) => Promise<boolean>;
+  /** Ids of the run's episodes already in the store (an executor may hold leftovers of them to drop). */
+  storedIds: readonly string[];
 }
 
 /** How to run: either a new run (`config`) or `resume` of a stored one. */
@@ -50,6 +69,8 @@ export interface RolloutOptions {
   pool?: WorkerPool;
   store: TrajectoryStore;
   registry: EnvironmentRegistry;
+  /** Run the episodes with this executor instead of worker threads (`workers`, `workerMemoryMb` and `pool` are then unused). */
+  executor?: EpisodeExecutor;
   /** Options for the policy spec (openai flags); passed to workers as JSON. */
   policyOptions?: PolicySpecOptions["openai"];
   onProgress?: (progress: RolloutProgress) => void;
@@ -159,7 +180,7 @@ async function execute(options: RolloutOptions, { run, entry, config, jobs, sour
   let steps = 0;
   let outcomeSum = 0;
   let outcomes = 0;
-  const onResult = (result: StoredEpisode) => {
+  const onResult = (result: StoredEpisode): Promise<boolean> => {
     ran++;
     steps += result.steps.length;
     if (result.episode.status === "error") errors++;
@@ -167,14 +188,20 @@ async function execute(options: RolloutOptions, { run, entry, config, jobs, sour
       outcomeSum += result.episode.outcome;
       outcomes++;
     }
-    writer.add(result);
+    const written = writer.add(result);
     options.onProgress?.({ done: before + ran, total: jobs.length, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
+    return written;
   };
   options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
   const runnerOptions = { config, concurrency, registry, source, policyOptions: options.policyOptions, onResult };
-  const pool = !loadableByWorkers(entry) ? null : (options.pool ?? new WorkerPool(options.workers ?? 1, { heapMb: options.workerMemoryMb }));
+  if (options.executor && !loadableByWorkers(entry)) {
+    throw new ValidationError("invalid_argument", `environment ${entry.id} is registered only in code, so other processes cannot load it; put it in a module file (--module) to run it on queue workers`);
+  }
+  const pool = options.executor || !loadableByWorkers(entry) ? null : (options.pool ?? new WorkerPool(options.workers ?? 1, { heapMb: options.workerMemoryMb }));
   try {
-    if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
+    // An executor also runs with nothing to do: a queue collects results finished while no enqueuer was alive.
+    if (options.executor) await options.executor.run(todo, { ...runnerOptions, storedIds: [...stored.keys()] });
+    else if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
   } finally {
     if (pool && pool !== options.pool) await pool.close();
     // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
@@ -256,7 +283,7 @@ const BATCH_WINDOW_MS = 20;
  * transaction) and sets advantages when a group is complete.
  */
 class EpisodeWriter {
-  private pending: StoredEpisode[] = [];
+  private pending: Array<{ episode: StoredEpisode; written: (ok: boolean) => void }> = [];
   private writing: Promise<void> = Promise.resolve();
   /** The first failed write: kept and thrown by `flush`, never left as an unhandled rejection. */
   private failure: unknown = null;
@@ -268,38 +295,52 @@ class EpisodeWriter {
     private readonly advantageOn: AdvantageOn,
   ) {}
 
-  add(episode: StoredEpisode): void {
+  /** Queue an episode for the next batch; resolves true once it is stored, false if its batch failed (`flush` throws why). */
+  add(episode: StoredEpisode): Promise<boolean> {
     if (this.failure !== null) throw this.failure;
-    this.pending.push(episode);
+    let written!: (ok: boolean) => void;
+    const done = new Promise<boolean>((resolve) => (written = resolve));
+    this.pending.push({ episode, written });
     if (this.pending.length === 1) {
       this.writing = this.writing.then(() => this.writeBatch()).catch((error: unknown) => {
         this.failure ??= error;
       });
     }
+    return done;
   }
 
   async flush(): Promise<void> {
     await this.writing;
     if (this.failure === null && this.pending.length > 0) await this.writeBatch();
-    if (this.failure !== null) throw this.failure;
+    if (this.failure !== null) {
+      for (const { written } of this.pending.splice(0)) written(false);
+      throw this.failure;
+    }
   }
 
   private async writeBatch(): Promise<void> {
     // Let the episodes of the next few milliseconds join this batch: one transaction for several
     // episodes costs the writing thread far less than one each (a crash loses at most those).
     await new Promise((resolve) => setTimeout(resolve, BATCH_WINDOW_MS));
-    const batch = this.pending;
+    const entries = this.pending;
     this.pending = [];
-    if (batch.length === 0) return;
-    await this.store.writeEpisodes(batch);
-    const touched = new Set<string>();
-    for (const { episode } of batch) {
-      this.stored.set(episode.episode_id, episode);
-      touched.add(episode.group_id);
+    if (entries.length === 0) return;
+    const batch = entries.map((e) => e.episode);
+    try {
+      await this.store.writeEpisodes(batch);
+      const touched = new Set<string>();
+      for (const { episode } of batch) {
+        this.stored.set(episode.episode_id, episode);
+        touched.add(episode.group_id);
+      }
+      const values: Array<{ episode_id: string; advantages: Advantages }> = [];
+      for (const groupId of touched) values.push(...this.groupAdvantages(groupId));
+      if (values.length > 0) await this.store.setAdvantages(values);
+    } catch (error) {
+      for (const { written } of entries) written(false);
+      throw error;
     }
-    const values: Array<{ episode_id: string; advantages: Advantages }> = [];
-    for (const groupId of touched) values.push(...this.groupAdvantages(groupId));
-    if (values.length > 0) await this.store.setAdvantages(values);
+    for (const { written } of entries) written(true);
   }
 
   /** Advantages of a complete group over its ok episodes' total rewards or outcomes (error episodes get none). */

@@ -14,7 +14,7 @@ import type { EpisodeJob } from "./episode.js";
 import type { RolloutConfig } from "./plan.js";
 import type { PolicySpecOptions } from "./policies/index.js";
 import type { JobRunnerOptions } from "./pool.js";
-import { PoolRun, type ThreadSource } from "./pool-run.js";
+import { PoolRun, type OpenJobs, type ThreadSource } from "./pool-run.js";
 import { DEFAULT_THREAD_HEAP_MB, siblingModule, startThread } from "../hosts/thread.js";
 
 /** What a worker thread needs to run its part of one rollout. */
@@ -35,8 +35,11 @@ export type WorkerMessage =
   | { type: "result"; episode: EpisodeRecord; steps: TrajectoryStepRecord[] }
   | { type: "idle" }
   | { type: "fatal"; error: { code: string; message: string } };
-/** Messages to a worker: start a run, or the answer to one request (fewer jobs than asked: the queue is empty). */
-export type MainMessage = { type: "run"; run: WorkerRun } | { type: "jobs"; jobs: EpisodeJob[] };
+/**
+ * Messages to a worker: start a run, or the answer to one request (fewer jobs than asked: the queue is
+ * empty, unless `more` says jobs may still come, in an open run).
+ */
+export type MainMessage = { type: "run"; run: WorkerRun } | { type: "jobs"; jobs: EpisodeJob[]; more?: boolean };
 
 /** Limits of a pool's threads. */
 export interface WorkerPoolOptions {
@@ -91,8 +94,11 @@ export class WorkerPool implements ThreadSource {
     return this.started;
   }
 
-  /** Run the jobs on the pool's threads; resolves once every job has delivered its one result. */
-  run(jobs: readonly EpisodeJob[], options: JobRunnerOptions): Promise<void> {
+  /**
+   * Run the jobs on the pool's threads; resolves once every job has delivered its one result. With
+   * `OpenJobs` (a queue worker's) jobs keep coming until its `end()`, and the run holds the pool till then.
+   */
+  run(jobs: readonly EpisodeJob[] | OpenJobs, options: JobRunnerOptions): Promise<void> {
     if (this.isClosed) return Promise.reject(new ValidationError("invalid_argument", "this worker pool is closed"));
     const turn = this.queue.then(() => new PoolRun(this, jobs, options).done);
     this.queue = turn.catch(() => undefined);

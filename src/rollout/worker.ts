@@ -47,10 +47,10 @@ class JobFeed {
     return job;
   }
 
-  /** Jobs answering the oldest request. */
-  receive(jobs: EpisodeJob[]): void {
+  /** Jobs answering the oldest request (`more`: fewer than asked does not mean the end, in an open run). */
+  receive(jobs: EpisodeJob[], more = false): void {
     const count = this.asked.shift() ?? 0;
-    if (jobs.length < count) this.exhausted = true;
+    if (jobs.length < count && !more) this.exhausted = true;
     this.queued.push(...jobs);
     for (const wake of this.waiters.splice(0)) wake();
   }
@@ -133,7 +133,7 @@ async function run(data: WorkerRun): Promise<void> {
 
 port.on("message", (message: MainMessage) => {
   if (message.type === "jobs") {
-    feed?.receive(message.jobs);
+    feed?.receive(message.jobs, message.more);
     return;
   }
   run(message.run).catch((error: unknown) => {
