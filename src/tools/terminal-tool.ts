@@ -91,7 +91,7 @@ export function terminalTool<World, Task>(options: TerminalToolOptions<World, Ta
     name: options.name ?? "terminal",
     description:
       options.description ??
-      `Run a bash command line in the sandbox shell (pipes, redirections, &&, ||, ;, globs, quoting; common tools: ls, cat, head, tail, grep, find, wc, sort, uniq, cut, echo). No network, no command substitution. Returns exit_code, stdout and stderr; each stream is cut after ${maxOutput} characters.`,
+      `Run a bash command line in the sandbox shell (pipes, redirections, &&, ||, ;, globs, quoting; common tools: ls, cat, head, tail, grep, awk, find, wc, sort, uniq, cut, echo). No network, no command substitution. Returns exit_code, stdout and stderr; each stream is cut after ${maxOutput} characters.`,
     input: terminalInput(maxLength),
     effect: options.effect ?? "write",
     ...(options.permission !== undefined ? { permission: options.permission } : {}),

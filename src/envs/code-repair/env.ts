@@ -25,7 +25,7 @@ export interface CodeRepairOptions extends EnvironmentOptions {
 export class CodeRepair extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.2.0",
+    version: "1.3.0",
     description: "Fix the injected bugs of a small JavaScript project so its visible and hidden tests pass, without touching the tests.",
     maxSteps: 40,
     // The base onMessage: a message is the summary of the fix, and ends the episode.

@@ -195,7 +195,7 @@ export function renderTestRun(out: TestRunOutput): string {
 export const terminal = terminalTool<World, Task>({
   terminal: (world) => world.terminal,
   description:
-    "Run a bash command line in the project's sandbox shell (cwd /project; pipes, redirections, globs; ls, cat, head, tail, grep, find, wc, sort, uniq, cut, echo, rm, mv, cp, mkdir). It cannot run JavaScript: use run_tests. No network.",
+    "Run a bash command line in the project's sandbox shell (cwd /project; pipes, redirections, globs; ls, cat, head, tail, grep, awk, find, wc, sort, uniq, cut, echo, rm, mv, cp, mkdir). It cannot run JavaScript: use run_tests. No network.",
 });
 
 export const TOOLS = [listFiles, readFile, writeFile, applyPatch, runTests, terminal];

@@ -63,7 +63,7 @@ export function renderRunbook(): string {
 export class IncidentResponse extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.2.0",
+    version: "1.3.0",
     description: "Investigate a security alert on a small fleet with a read-only terminal, contain it (firewall, accounts) without blocking legitimate traffic, and file the incident report.",
     maxSteps: 30,
     // Nobody reads messages here (onMessage says so): the episode ends with file_incident_report.

@@ -189,7 +189,7 @@ export const terminal = terminalTool<World, Task>({
   onRun: afterRun,
   latency: { kind: "uniform", minMs: 15, maxMs: 60 },
   description:
-    "Run a command line in your read-only forensic shell on the incident workstation (bash subset: pipes, &&, ||, ;, globs, quoting; tools: ls, cat, head, tail, grep [-E -o -c -h -v -i -F], find, wc, sort [-n -r -u -t -k], uniq [-c], cut [-d -f], echo). Logs: /var/log/<host>/ (rotated: .1 is older, .2 older still); inventory: /srv/inventory/; process and connection listings: /srv/hosts/<host>/; accounts: /etc/passwd. Nothing can be written; evidence must never be modified. Returns exit_code, stdout and stderr (each cut after 16000 characters).",
+    "Run a command line in your read-only forensic shell on the incident workstation (bash subset: pipes, &&, ||, ;, globs, quoting; tools: ls, cat, head, tail, grep [-E -o -c -h -v -i -F], awk, find, wc, sort [-n -r -u -t -k], uniq [-c], cut [-d -f], echo). Logs: /var/log/<host>/ (rotated: .1 is older, .2 older still); inventory: /srv/inventory/; process and connection listings: /srv/hosts/<host>/; accounts: /etc/passwd. Nothing can be written; evidence must never be modified. Returns exit_code, stdout and stderr (each cut after 16000 characters).",
 });
 
 // ---- firewall --------------------------------------------------------------------------------------

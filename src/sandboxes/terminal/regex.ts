@@ -623,8 +623,11 @@ export class CompiledPattern {
     return this.exact || this.run(codePoints(line).cps, true)[0].start >= 0;
   }
 
-  /** Non-empty leftmost-longest matches, left to right, as [start, end) UTF-16 offsets. */
-  matches(line: string): Array<[number, number]> {
+  /**
+   * Non-empty leftmost-longest matches, left to right, as [start, end) UTF-16 offsets. With
+   * `includeEmpty`, empty matches are kept too (awk's match, sub and gsub need them).
+   */
+  matches(line: string, includeEmpty = false): Array<[number, number]> {
     this.meter.charge(line.length + 1);
     if (this.literal !== "" && !line.includes(this.literal)) return [];
     if (this.exact) {
@@ -636,7 +639,7 @@ export class CompiledPattern {
     }
     const { cps, offsets } = codePoints(line);
     return this.run(cps, false)
-      .filter((s) => s.end > s.start)
+      .filter((s) => (includeEmpty ? s.start >= 0 : s.end > s.start))
       .map((s): [number, number] => [offsets[s.start], offsets[s.end]]);
   }
 
