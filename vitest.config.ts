@@ -2,6 +2,8 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 const CHAOS = "test/chaos.e2e.test.ts";
+/** Kills workers at moments set by the run's progress: it needs the machine to itself, like the chaos test. */
+const QUEUE_E2E = "test/rollout/queue.e2e.test.ts";
 
 export default defineConfig({
   resolve: {
@@ -12,11 +14,16 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two test files at a time: most of the suite waits on child processes (the CLI, servers, Python),
+    // so two forks keep both cores busy; vitest's default (cores - 1) would run files one by one here.
+    maxWorkers: 2,
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
-      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, "**/node_modules/**"] } },
-      // The chaos test measures the service's latency under attack: it runs alone, after everything else.
+      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, QUEUE_E2E, "**/node_modules/**"] } },
+      // The chaos test measures the service's latency under attack, and the queue test kills workers at
+      // moments set by the run's progress: each runs alone, after everything else.
       { extends: true, test: { name: "chaos", include: [CHAOS], sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: "queue-e2e", include: [QUEUE_E2E], sequence: { groupOrder: 2 } } },
     ],
   },
 });
