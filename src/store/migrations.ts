@@ -140,10 +140,13 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
  * (even `journal_mode = WAL` changes the file header).
  */
 export function checkSupported(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
-  const latest = migrations[migrations.length - 1]?.version ?? 0;
-  const found = schemaVersion(db);
+  return refuseNewerSchema(schemaVersion(db), migrations[migrations.length - 1]?.version ?? 0, "the trajectory store");
+}
+
+/** `found`, or store_error if it is newer than `latest` (both stores: the newer columns are unknown here, so nothing may write them). */
+export function refuseNewerSchema(found: number, latest: number, what: string): number {
   if (found > latest) {
-    throw new LlmixError("store_error", `the trajectory store's schema version is ${found}, newer than this llmix knows (${latest}): upgrade llmix to open it`, {
+    throw new LlmixError("store_error", `${what} has schema version ${found}, newer than this llmix knows (${latest}): upgrade llmix to open it`, {
       schema_version: found,
       supported_version: latest,
     });
@@ -151,7 +154,8 @@ export function checkSupported(db: Database.Database, migrations: readonly Migra
   return found;
 }
 
-function checkOrder(migrations: readonly Migration[]): void {
+/** Migrations must be numbered 1, 2, 3, ... in order (both stores). */
+export function checkOrder(migrations: ReadonlyArray<{ version: number }>): void {
   migrations.forEach((m, i) => {
     if (m.version !== i + 1) throw new LlmixError("internal", `migration at position ${i} has version ${m.version}; versions must be 1, 2, 3, ...`);
   });

@@ -10,6 +10,7 @@
  */
 import { LlmixError, NotFoundError } from "../core/errors.js";
 import { messageOf } from "./records.js";
+import { checkOrder, refuseNewerSchema } from "./migrations.js";
 
 /** One schema step: `up` takes a schema at `version - 1` to `version`; it runs with the store's schema first on the search path. */
 export interface PostgresMigration {
@@ -128,7 +129,7 @@ export async function migratePostgres(
   const where = `${options.display ?? "the database"} (schema ${schema})`;
   const latest = migrations[migrations.length - 1]?.version ?? 0;
   // Read without locks first: an up-to-date or newer store is never locked or written.
-  const before = checkSupported(await postgresSchemaVersion(db, schema), latest, where);
+  const before = refuseNewerSchema(await postgresSchemaVersion(db, schema), latest, `the trajectory store in ${where}`);
   if (before === latest) return [];
   if (before === 0 && options.create === false) {
     throw new NotFoundError("unknown_store", `no trajectory store in ${where}; llmix rollout (or serve) --store URL creates one`, { schema });
@@ -146,7 +147,7 @@ export async function migratePostgres(
       `CREATE TABLE IF NOT EXISTS ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
     // Another process may have migrated while this one waited for the lock.
-    const current = checkSupported(await postgresSchemaVersion(db, schema), latest, where);
+    const current = refuseNewerSchema(await postgresSchemaVersion(db, schema), latest, `the trajectory store in ${where}`);
     // Unqualified names in the migrations resolve to (and create in) the store's schema only.
     await db.query(`SET LOCAL search_path TO ${q}`);
     for (const m of migrations) {
@@ -169,19 +170,3 @@ export async function migratePostgres(
   return applied;
 }
 
-/** `found`, or store_error if it is newer than `latest`: this code cannot know what the newer columns mean, so it must not write them. */
-function checkSupported(found: number, latest: number, where: string): number {
-  if (found > latest) {
-    throw new LlmixError("store_error", `the trajectory store in ${where} has schema version ${found}, newer than this llmix knows (${latest}): upgrade llmix to open it`, {
-      schema_version: found,
-      supported_version: latest,
-    });
-  }
-  return found;
-}
-
-function checkOrder(migrations: readonly PostgresMigration[]): void {
-  migrations.forEach((m, i) => {
-    if (m.version !== i + 1) throw new LlmixError("internal", `migration at position ${i} has version ${m.version}; versions must be 1, 2, 3, ...`);
-  });
-}
