@@ -170,6 +170,9 @@ describe("TaskSampler: bad specs", () => {
     expect(() => sampler.next(-1)).toThrow(/n must be an integer >= 0/);
     expect(() => sampler.next(1, 1.5)).toThrow(/step must be an integer >= 0/);
     expect(() => restoreSampler({} as never)).toThrow(/what TaskSampler.state\(\) returned/);
+    // A client's spec cannot make every draw weigh an unbounded number of cells.
+    const cells = Array.from({ length: 1001 }, (_, i) => `f${i}/easy`);
+    expect(() => new TaskSampler({ spec: { kind: "curriculum", cells }, family: "toy" })).toThrow(/1001 cells; at most 1000/);
     const good = sampler.state();
     expect(() => restoreSampler({ ...good, rng: { key: "k", s: [0, 0, 0, 0] } })).toThrow(/state\.rng: RNG state must not be all zero/);
     expect(() => restoreSampler({ ...good, drawn: -1 })).toThrow(/state\.drawn must be an integer >= 0/);

@@ -325,6 +325,9 @@ function checkState(state: Omit<SamplerState, "config">, cells: readonly CellKey
   }
 }
 
+/** Most cells a sampler balances: a spec comes from clients, and every draw weighs every cell. */
+export const MAX_CELLS = 1000;
+
 function cellsOf(config: SamplerConfig): CellKey[] {
   const { spec, family } = config;
   const keys =
@@ -333,7 +336,9 @@ function cellsOf(config: SamplerConfig): CellKey[] {
       : spec.kind === "schedule"
         ? spec.stages.flatMap((s) => Object.keys(normalizeKeys(s.weights, family)))
         : spec.cells.map((c) => (c.includes("/") ? c : `${family}/${c}`));
-  return [...new Set(keys)];
+  const cells = [...new Set(keys)];
+  if (cells.length > MAX_CELLS) bad(`${cells.length} cells; at most ${MAX_CELLS}`);
+  return cells;
 }
 
 // ---- dynamic sampling ---------------------------------------------------------------------------------
