@@ -9,7 +9,9 @@ import { ValidationError } from "../core/errors.js";
 import { DEFAULT_BODY_LIMIT } from "../server/app.js";
 import { DEFAULT_RESIDENT_SESSIONS } from "../hosts/protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
+import { FLEET_DEFAULTS } from "../server/fleet.js";
 import { mountMcp } from "../server/mcp.js";
+import { displayRedisUrl, redisUrl } from "../rollout/queue/queue-names.js";
 import { SERVE_DEFAULTS, startServer, stopOnSignals } from "../server/serve.js";
 import { displayStore } from "../store/open.js";
 import { integer, moduleOption, print, registryWith } from "./options.js";
@@ -38,6 +40,9 @@ interface ServeFlags {
   hostMemory: number;
   residentSessions: number;
   snapshotKey?: string;
+  fleet?: string;
+  fleetPrefix: string;
+  fleetCapacity: number;
   module?: string[];
 }
 
@@ -62,6 +67,9 @@ export function registerServeCommand(program: Command): void {
     .option("--host-memory <MiB>", "heap cap of each host thread; a step that exceeds it ends its session with resource_exhausted", integer("--host-memory", 64, 65_536), DEFAULT_THREAD_HEAP_MB)
     .option("--resident-sessions <n>", "sessions each host keeps live; the least recently used beyond it are parked as snapshots and restored on their next request", integer("--resident-sessions", 1, 10_000_000), DEFAULT_RESIDENT_SESSIONS)
     .option("--snapshot-key <file>", "key that signs snapshots given to clients (share it across a fleet); default: a random key per start")
+    .option("--fleet <url>", "join a fleet of replicas that share their sessions through this Redis (redis://HOST:PORT[/DB]): any replica can step any session, and a replica's death loses none", (v: string) => redisUrl(v, "--fleet"))
+    .option("--fleet-prefix <prefix>", "with --fleet: the fleet's key prefix in Redis (one per fleet sharing a Redis)", FLEET_DEFAULTS.prefix)
+    .option("--fleet-capacity <n>", "with --fleet: live sessions in the whole fleet at most (--capacity bounds the copies one replica holds)", integer("--fleet-capacity", 1, 1_000_000_000), FLEET_DEFAULTS.capacity)
     .addOption(moduleOption())
     .action(async (flags: ServeFlags) => {
       const registry = await registryWith(flags.module);
@@ -69,13 +77,16 @@ export function registerServeCommand(program: Command): void {
         registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, capacity: flags.capacity,
         idleTtlMs: flags.idleTtl, stepTimeoutMs: flags.stepTimeout, bodyLimit: flags.bodyLimit, logger: true,
         hosts: flags.hosts, hostMemoryMb: flags.hostMemory, residentSessions: flags.residentSessions, snapshotKeyPath: flags.snapshotKey,
+        fleetUrl: flags.fleet, fleetPrefix: flags.fleetPrefix, fleetCapacity: flags.fleetCapacity,
         // Each session's tools over MCP (streamable HTTP at /v1/sessions/:id/mcp), with the same auth and limits.
         extraRoutes: (app, { manager }) => mountMcp(app, manager),
       });
       const stopped = stopOnSignals(server);
       if (!server.authenticated) process.stderr.write(`llmix serve: no --auth: unauthenticated, so bound to loopback only (${server.host})\n`);
       const envs = registry.ids().length;
-      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}`);
+      const fleet = server.service.fleet;
+      const fleetNote = fleet ? ` · fleet ${displayRedisUrl(flags.fleet as string)} as ${fleet.replica}` : "";
+      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}${fleetNote}`);
       await stopped;
     });
 }

@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   resource_exhausted: "A step made its environment host exceed its memory cap; the host was stopped and the session closed.",
   host_failed: "An environment host (the worker thread running sessions or episodes) failed for a reason of its own.",
   queue_unavailable: "The job queue's Redis server could not be reached or failed a command.",
+  fleet_unavailable: "The Redis that a fleet of service replicas shares could not be reached or failed a command.",
+  step_conflict: "A step named the session's step count it expected (expect_steps), and the session is elsewhere: the action was not applied.",
   invalid_json: "The request body is not valid JSON.",
   payload_too_large: "The request body exceeds the service's limit.",
   unauthorized: "The request has no valid bearer token.",

@@ -13,7 +13,7 @@ import { LlmixError, ServiceError, ValidationError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/index.js";
 import { Host, type HostDeath, type PendingRequest } from "./host.js";
-import type { HostConfig, HostJob, HostRequest, HostResults, OpenedSession, SessionStart, StepReply } from "./protocol.js";
+import type { HostConfig, HostJob, HostRequest, HostResults, OpenedSession, SessionRebuild, SessionStart, StepReply } from "./protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "./thread.js";
 
 /** How a pool is set up. */
@@ -134,6 +134,31 @@ export class HostPool {
     }
   }
 
+  /**
+   * Bring a session that lives elsewhere (another replica of a fleet) onto the least loaded host, from
+   * its start, checkpoint and actions since; host_failed if the replayed answer differs from `digest`.
+   */
+  async adopt(rebuild: SessionRebuild): Promise<void> {
+    const sid = rebuild.start.sid;
+    if (this.tracks.has(sid)) throw new ServiceError("host_failed", `session ${sid} is already on a host of this pool`);
+    const slot = this.leastLoaded();
+    this.counts[slot] = (this.counts[slot] ?? 0) + 1;
+    try {
+      const deadline = this.options.stepTimeoutMs === 0 ? 0 : this.options.stepTimeoutMs * (rebuild.actions.length + 2);
+      await this.request(this.slots[slot] as Host, { kind: "rebuild", rebuild }, deadline);
+      this.tracks.set(sid, { slot, start: rebuild.start, checkpoint: rebuild.checkpoint, actions: [...rebuild.actions], digest: rebuild.digest });
+    } catch (error) {
+      this.counts[slot] = (this.counts[slot] ?? 1) - 1;
+      throw error;
+    }
+  }
+
+  /** What the pool keeps to rebuild a session (read-only): its start, latest checkpoint, actions since and digest. */
+  trackOf(sid: string): Readonly<SessionRebuild> {
+    const { start, checkpoint, actions, digest } = this.track(sid);
+    return { start, checkpoint, actions, digest };
+  }
+
   /** Apply one action. A step that stops its host fails with that error, and the session is gone. */
   async step(sid: string, action: unknown): Promise<StepReply> {
     const track = this.track(sid);
@@ -157,11 +182,13 @@ export class HostPool {
   }
 
   /** Continue the session from a snapshot (its signature checked unless `trusted`). */
-  async restore(sid: string, snapshot: unknown, trusted: boolean): Promise<Omit<HostResults["restore"], "checkpoint">> {
+  async restore(sid: string, snapshot: unknown, trusted: boolean): Promise<Omit<HostResults["restore"], "checkpoint" | "digest">> {
     const track = this.track(sid);
-    const { checkpoint, ...result } = (await this.onSession(sid, { kind: "restore", sid, snapshot, trusted })) as HostResults["restore"];
+    const { checkpoint, digest, ...result } = (await this.onSession(sid, { kind: "restore", sid, snapshot, trusted })) as HostResults["restore"];
     track.checkpoint = checkpoint;
     track.actions = [];
+    // The rebuilt session starts from this checkpoint, so it must end on the restore's digest.
+    track.digest = digest;
     return result;
   }
 
@@ -172,11 +199,12 @@ export class HostPool {
 
   /** End a session on its host; its episode summary. */
   async closeSession(sid: string, createdAt: Date, closedAt: Date): Promise<HostResults["close"]> {
-    try {
-      return (await this.onSession(sid, { kind: "close", sid, created_at: createdAt.toISOString(), closed_at: closedAt.toISOString() })) as HostResults["close"];
-    } finally {
-      this.forget(sid);
-    }
+    const host = this.slots[this.track(sid).slot] as Host;
+    // Forgotten at once, not when the host answers: the same id may be opened again (a fleet replica
+    // taking the session back) before then, and the host answers requests in order.
+    this.forget(sid);
+    const request = { kind: "close", sid, created_at: createdAt.toISOString(), closed_at: closedAt.toISOString() } as const;
+    return (await this.request(host, request, this.options.stepTimeoutMs)) as HostResults["close"];
   }
 
   /** Forget a session the caller has given up on (its host's copy goes when the host does). */

@@ -201,7 +201,7 @@ export class HostedSessions {
   }
 
   /** Continue the session from a snapshot of the same environment (checked unless trusted). */
-  async restore(sid: string, raw: unknown, trusted: boolean): Promise<{ task_id: string; seed: number; step: number; ended: boolean; checkpoint: string }> {
+  async restore(sid: string, raw: unknown, trusted: boolean): Promise<{ task_id: string; seed: number; step: number; ended: boolean; checkpoint: string; digest: string }> {
     const s = this.require(sid);
     const snapshot = this.checkedSnapshot(raw, trusted);
     if (snapshot.env !== s.envId) {
@@ -216,7 +216,7 @@ export class HostedSessions {
     s.observation = EMPTY_OBSERVATION;
     s.ended = snapshot.status !== "running";
     s.digest = digestOf(`restored:${snapshot.step}`);
-    return { task_id: s.taskId, seed: s.seed, step: s.stepCount, ended: s.ended, checkpoint: await this.checkpoint(s) };
+    return { task_id: s.taskId, seed: s.seed, step: s.stepCount, ended: s.ended, checkpoint: await this.checkpoint(s), digest: s.digest };
   }
 
   /** The session's tools: the JSON-Schema specs and their MCP form (with the message tool, src/tools/mcp-tools.ts). */

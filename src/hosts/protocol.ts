@@ -136,7 +136,7 @@ export interface HostResults {
   rebuild: { digest: string };
   step: StepReply;
   snapshot: { body: string };
-  restore: { task_id: string; seed: number; step: number; ended: boolean; checkpoint: string };
+  restore: { task_id: string; seed: number; step: number; ended: boolean; checkpoint: string; digest: string };
   tools: { tools: ToolSpec[]; mcp: Array<Record<string, unknown>> };
   close: ClosedSession;
   job: unknown;

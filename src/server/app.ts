@@ -22,6 +22,7 @@ import type { HostJob } from "../hosts/protocol.js";
 import type { ReplayReport } from "../rollout/replay.js";
 import type { EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { bearerToken, isLoopbackHostHeader, isLoopbackOrigin, type RouteScope, type TokenAuth } from "./auth.js";
+import type { Fleet } from "./fleet.js";
 import { errorBody, parseRequestJson, sendError, statusOf, toServiceError } from "./http-errors.js";
 import { JsonText } from "./json-text.js";
 import { ServiceMetrics } from "./metrics.js";
@@ -66,6 +67,8 @@ export interface AppOptions {
   bodyLimit?: number;
   /** Fastify's logger (pino) at warn level; off by default. Request URLs are logged without their query (tokens). */
   logger?: boolean;
+  /** Share sessions with other replicas (joined already; left when the manager shuts down). */
+  fleet?: Fleet;
   /** Mount more routes (MCP) with the same parsing, errors, auth and metrics. */
   extraRoutes?: (app: FastifyInstance, context: ServiceContext) => void | Promise<void>;
 }
@@ -79,6 +82,8 @@ export interface ServiceContext {
   auth: TokenAuth | null;
   store: TrajectoryStore | undefined;
   bodyLimit: number;
+  /** The fleet this replica belongs to, if any. */
+  fleet: Fleet | undefined;
 }
 
 /** A built (not yet listening) service. */
@@ -189,11 +194,17 @@ export class ServiceOperations {
         `body.action must be a JSON object {"type":"tool_call","tool":...,"args":{...}} or {"type":"message","content":...}, got ${value.action === null ? "null" : Array.isArray(value.action) ? "an array" : typeof value.action}`,
       );
     }
-    return this.manager.step(id, value.action, caller);
+    const expect = value.expect_steps;
+    if (expect !== undefined && !(Number.isSafeInteger(expect) && (expect as number) >= 0)) {
+      throw new ValidationError("invalid_argument", `body.expect_steps must be an integer >= 0 (the steps taken before this action), got ${JSON.stringify(expect)}`, {
+        issues: [{ path: "expect_steps", message: "must be an integer >= 0" }],
+      });
+    }
+    return this.manager.step(id, value.action, caller, expect as number | undefined);
   }
 
   /** GET /v1/sessions/:id. */
-  info(sessionId: unknown, caller: Caller): SessionInfo {
+  info(sessionId: unknown, caller: Caller): Promise<SessionInfo> {
     return this.manager.info(idParam(sessionId, "session_id"), caller);
   }
 
@@ -295,7 +306,7 @@ function sendJsonText(reply: FastifyReply, value: JsonText): FastifyReply {
 
 /** The scope a route needs when it does not declare one. */
 function defaultScope(url: string): RouteScope {
-  if (url === "/healthz" || url === "/openapi.json") return "open";
+  if (url === "/healthz" || url === "/readyz" || url === "/openapi.json") return "open";
   if (url === "/v1/episodes" || url.startsWith("/v1/episodes/")) return "trajectories:read";
   if (url.startsWith("/v1/")) return "env:run";
   return "admin";
@@ -315,14 +326,14 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
     options.manager ??
     new SessionManager({
       registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
-      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey, residentSessions: options.residentSessions,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, fleet: options.fleet,
     });
   // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();
-  const metrics = new ServiceMetrics(manager);
+  const metrics = new ServiceMetrics(manager, options.fleet);
   const operations = new ServiceOperations(options.registry, manager, options.store);
   const auth = options.auth ?? null;
-  const context: ServiceContext = { registry: options.registry, manager, operations, metrics, auth, store: options.store, bodyLimit };
+  const context: ServiceContext = { registry: options.registry, manager, operations, metrics, auth, store: options.store, bodyLimit, fleet: options.fleet };
 
   const app = Fastify({
     bodyLimit,
@@ -446,7 +457,29 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   });
 
   app.get("/healthz", async () => ({ status: "ok", sessions: manager.size }));
-  app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()));
+  // Readiness (for a load balancer): the hosts are up and every dependency answers now.
+  let hostsUp = false;
+  manager.ready().then(
+    () => (hostsUp = true),
+    () => undefined,
+  );
+  app.get("/readyz", async (_request, reply) => {
+    const checks: Record<string, { ok: boolean; [detail: string]: unknown }> = { hosts: { ok: hostsUp } };
+    if (options.store) {
+      const store = options.store;
+      checks.store = await store.getRun("readyz").then(
+        () => ({ ok: true }),
+        (error: unknown) => ({ ok: false, error: (error as Error).message }),
+      );
+    }
+    if (options.fleet) {
+      const health = await options.fleet.health();
+      checks.fleet = health.ok ? { ok: true, ...(await options.fleet.stats().catch(() => ({}))) } : { ok: false, error: health.error };
+    }
+    const ready = Object.values(checks).every((c) => c.ok);
+    return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "unready", checks });
+  });
+  app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(await metrics.render()));
   let openapi: Record<string, unknown> | undefined;
   app.get("/openapi.json", async () => (openapi ??= buildOpenApi(routes, { version: SERVICE_VERSION, auth: auth !== null })));
 

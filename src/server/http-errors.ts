@@ -25,11 +25,13 @@ export const HTTP_STATUS: Readonly<Partial<Record<ErrorCode, number>>> = {
   unknown_policy: 404,
   unknown_format: 404,
   session_busy: 409,
+  step_conflict: 409,
   episode_not_started: 409,
   episode_ended: 409,
   environment_closed: 409,
   payload_too_large: 413,
   capacity_reached: 503,
+  fleet_unavailable: 503,
   step_timeout: 504,
   resource_exhausted: 507,
 };
@@ -49,9 +51,9 @@ export function errorBody(error: LlmixError): ErrorBody {
   return { error: { code: error.code, message: error.message, details: error.details } };
 }
 
-/** Seconds a client should wait before retrying, for errors that say so (capacity_reached). */
+/** Seconds a client should wait before retrying, for errors that say so (capacity_reached, fleet_unavailable). */
 export function retryAfterOf(error: LlmixError): number | undefined {
-  if (error.code !== "capacity_reached") return undefined;
+  if (error.code !== "capacity_reached" && error.code !== "fleet_unavailable") return undefined;
   const value = error.details.retry_after_s;
   return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.ceil(value) : 1;
 }

@@ -20,7 +20,7 @@ import { ServiceError, toLlmixError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import type { TrajectoryStore } from "../store/types.js";
 import { callAction, callResult } from "./mcp-results.js";
-import { SessionManager, type Caller } from "./sessions.js";
+import { SessionManager, type Caller, type SessionInfo } from "./sessions.js";
 
 /** Options of `createMcpServer`. */
 export interface McpServerOptions {
@@ -56,8 +56,8 @@ function callParams(params: unknown): { name: string; args: Record<string, unkno
 }
 
 /** An MCP server whose tools are the session's episode tools; each tools/call is a step of that session. */
-export function createMcpServer(manager: SessionManager, sessionId: string, caller: Caller, options: McpServerOptions = {}): Server {
-  const info = manager.info(sessionId, caller);
+export function createMcpServer(manager: SessionManager, info: SessionInfo, caller: Caller, options: McpServerOptions = {}): Server {
+  const sessionId = info.session_id;
   const nextEpisode = options.nextEpisode ?? newSessionHint(sessionId);
   // The session's MCP tools, fetched once per server (tools are fixed for an episode): for tools/list,
   // and for tools/call of a name the message tool may have.
@@ -148,8 +148,9 @@ export function mountMcp(app: FastifyInstance, manager: SessionManager): void {
 
 async function handleMcp(manager: SessionManager, request: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply): Promise<void> {
   const sessionId = request.params.id;
+  let info: SessionInfo;
   try {
-    manager.info(sessionId, request.caller ?? null);
+    info = await manager.info(sessionId, request.caller ?? null);
   } catch (error) {
     const e = toLlmixError(error);
     return reply.code(e.code === "unknown_session" ? 404 : 500).send({ error: e.toJSON() });
@@ -163,7 +164,7 @@ async function handleMcp(manager: SessionManager, request: FastifyRequest<{ Para
       .send({ jsonrpc: "2.0", error: { code: ErrorCode.ConnectionClosed, message: `${request.method} is not supported: this MCP endpoint is stateless; send JSON-RPC with POST` }, id: null });
   }
   // A server per request: the session's state lives in the manager, so nothing MCP-side needs to persist.
-  const server = createMcpServer(manager, sessionId, request.caller ?? null);
+  const server = createMcpServer(manager, info, request.caller ?? null);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   reply.hijack();
   reply.raw.on("close", () => {
@@ -223,7 +224,7 @@ export async function serveMcpStdio(options: McpStdioOptions): Promise<void> {
     "The episode's first observation:",
     created.observation.rendered,
   ].join("\n");
-  const server = createMcpServer(manager, id, null, { instructions, nextEpisode: STDIO_NEXT_EPISODE });
+  const server = createMcpServer(manager, await manager.info(id), null, { instructions, nextEpisode: STDIO_NEXT_EPISODE });
   const transport = new StdioServerTransport();
   let finish!: () => void;
   const done = new Promise<void>((resolve) => (finish = resolve));

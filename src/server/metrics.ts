@@ -3,6 +3,7 @@
  * come from the SessionManager (so steps driven over HTTP, WebSocket and MCP all count); errors and HTTP
  * requests are counted by the transports as they answer.
  */
+import type { Fleet } from "./fleet.js";
 import type { SessionManager } from "./sessions.js";
 
 /** Upper bounds (seconds) of the step latency histogram's buckets. */
@@ -22,7 +23,10 @@ export class ServiceMetrics {
   private readonly requests = new Map<string, { route: string; status: number; count: number }>();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly manager: SessionManager) {
+  constructor(
+    private readonly manager: SessionManager,
+    private readonly fleet?: Fleet,
+  ) {
     // The manager buffers latencies until drained; draining often keeps that buffer small between scrapes.
     this.timer = setInterval(() => this.absorbLatencies(), 2000);
     this.timer.unref();
@@ -41,8 +45,9 @@ export class ServiceMetrics {
     else this.requests.set(key, { route, status, count: 1 });
   }
 
-  /** The exposition text. */
-  render(): string {
+  /** The exposition text (a fleet's figures are asked of its Redis; if it does not answer they are left out). */
+  async render(): Promise<string> {
+    const fleet = this.fleet ? await this.fleet.stats().catch(() => null) : null;
     const stats = this.manager.drainStats();
     const lines: string[] = [];
     const metric = (name: string, type: string, help: string, samples: string[]) => {
@@ -68,6 +73,14 @@ export class ServiceMetrics {
       metric("llmix_last_rebuild_seconds", "gauge", "How long the last rebuild of a stopped host's sessions took.", [`llmix_last_rebuild_seconds ${last.ms / 1000}`]);
       metric("llmix_last_rebuild_sessions_rebuilt", "gauge", "Sessions the last rebuild brought back.", [`llmix_last_rebuild_sessions_rebuilt ${last.rebuilt}`]);
       metric("llmix_last_rebuild_sessions_lost", "gauge", "Sessions the last rebuild could not bring back.", [`llmix_last_rebuild_sessions_lost ${last.lost}`]);
+    }
+    if (this.fleet) {
+      metric("llmix_fleet_adopted_total", "counter", "Fleet sessions this replica rebuilt from the fleet's checkpoint (it held no current copy).", [`llmix_fleet_adopted_total ${stats.fleet_adopted_total}`]);
+      metric("llmix_fleet_replayed_total", "counter", "Actions this replica replayed to catch up its copies of fleet sessions stepped elsewhere.", [`llmix_fleet_replayed_total ${stats.fleet_replayed_total}`]);
+    }
+    if (fleet) {
+      metric("llmix_fleet_sessions", "gauge", "Live sessions in the whole fleet.", [`llmix_fleet_sessions ${fleet.sessions}`]);
+      metric("llmix_fleet_replicas", "gauge", "Replicas of the fleet whose heartbeat is current.", [`llmix_fleet_replicas ${fleet.replicas}`]);
     }
     this.observe(stats.latencies);
     let cumulative = 0;

@@ -40,6 +40,15 @@ export const StepBody = z.object({
   action: z
     .record(z.string(), z.unknown())
     .describe('{"type":"tool_call","tool":NAME,"args":{...},"call_id"?:ID} or {"type":"message","content":TEXT}'),
+  expect_steps: z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe(
+      "The steps the session has taken before this action, as the client counted. A retry whose first try was applied but whose answer was lost gets that answer again (the action is not applied twice); any other mismatch is step_conflict (409).",
+    ),
 });
 
 /** POST /v1/tasks/sample: a new sampler (spec) or the state of the last answer, results, and how many to draw. */
@@ -99,7 +108,22 @@ const episodeId = {
 };
 const envId = { name: "env", in: "path", required: true, schema: { type: "string" }, description: "Environment id." };
 const AUTH = errors("unauthorized", "forbidden");
-const SESSION = errors("unknown_session", "session_busy", "step_timeout", "resource_exhausted", "capacity_reached");
+const SESSION_CODES = ["unknown_session", "session_busy", "step_timeout", "resource_exhausted", "capacity_reached", "fleet_unavailable"] as const;
+const SESSION = errors(...SESSION_CODES);
+
+/** The body of GET /readyz. */
+const readiness = {
+  type: "object",
+  required: ["status", "checks"],
+  properties: {
+    status: { enum: ["ready", "unready"] },
+    checks: {
+      type: "object",
+      description: "hosts, store and (in a fleet) fleet: each {ok, error?, ...figures}.",
+      additionalProperties: { type: "object", required: ["ok"], properties: { ok: { type: "boolean" }, error: { type: "string" } } },
+    },
+  },
+} as const;
 
 /** Hand-written operations of the core routes, by "METHOD path" (OpenAPI path syntax). */
 const OPERATIONS: Record<string, Json> = {
@@ -108,6 +132,16 @@ const OPERATIONS: Record<string, Json> = {
     summary: "Liveness: ok and the number of live sessions. Needs no token.",
     security: [],
     responses: ok("Healthy.", { type: "object", required: ["status", "sessions"], properties: { status: { const: "ok" }, sessions: { type: "integer" } } }),
+  },
+  "GET /readyz": {
+    operationId: "ready",
+    summary:
+      "Readiness, for a load balancer: 200 when the environment hosts are up and every dependency answers now (the trajectory store; in a fleet, its Redis, with the fleet's live sessions and replicas), 503 otherwise. Needs no token.",
+    security: [],
+    responses: {
+      ...ok("Ready.", readiness),
+      "503": { description: "Not ready: the failing check says why.", content: { "application/json": { schema: readiness } } },
+    },
   },
   "GET /metrics": {
     operationId: "metrics",
@@ -193,7 +227,7 @@ const OPERATIONS: Record<string, Json> = {
     summary: "Apply one action. A malformed action object is answered by the environment (error observation, invalid_call component).",
     parameters: [sessionId],
     requestBody: body(StepBody, "The action."),
-    responses: { ...ok("The step result.", ref("StepResponse")), ...errors("invalid_argument", "invalid_action", "invalid_json", "payload_too_large"), ...SESSION, ...AUTH },
+    responses: { ...ok("The step result.", ref("StepResponse")), ...errors("invalid_argument", "invalid_action", "invalid_json", "payload_too_large", "step_conflict", ...SESSION_CODES), ...AUTH },
   },
   "GET /v1/sessions/{id}/snapshot": {
     operationId: "snapshot",

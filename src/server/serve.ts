@@ -11,6 +11,7 @@ import { DEFAULT_STORE_PATH } from "../store/sqlite-store.js";
 import type { TrajectoryStore } from "../store/types.js";
 import { buildApp, type AppOptions, type LlmixService } from "./app.js";
 import { isLoopback, TokenAuth } from "./auth.js";
+import { Fleet } from "./fleet.js";
 
 /** What `llmix serve` takes. */
 export interface ServeOptions {
@@ -33,6 +34,12 @@ export interface ServeOptions {
   snapshotKeyPath?: string;
   /** Sessions each host keeps live before parking the least recently used. */
   residentSessions?: number;
+  /** Join a fleet of replicas sharing sessions through this Redis (redis://...); see fleet.ts. */
+  fleetUrl?: string;
+  /** Key prefix of the fleet in Redis (several fleets may share one Redis). */
+  fleetPrefix?: string;
+  /** Sessions in the whole fleet at most. */
+  fleetCapacity?: number;
   bodyLimit?: number;
   logger?: boolean;
   extraRoutes?: AppOptions["extraRoutes"];
@@ -67,13 +74,25 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
   const store = await openStoreAt(options.storePath ?? SERVE_DEFAULTS.storePath);
   let service: LlmixService;
+  let fleet: Fleet | undefined;
   try {
+    let snapshotKey = options.snapshotKeyPath !== undefined ? readSnapshotKey(options.snapshotKeyPath) : undefined;
+    if (options.fleetUrl !== undefined) {
+      const stepTimeoutMs = options.stepTimeoutMs ?? 60_000;
+      // A lock outlives the longest operation of a live replica (a rebuild replays up to ~64 actions);
+      // a dead replica's locks are taken over after its heartbeat TTL, not this.
+      fleet = new Fleet({ redisUrl: options.fleetUrl, prefix: options.fleetPrefix, capacity: options.fleetCapacity, lockMs: stepTimeoutMs === 0 ? 86_400_000 : stepTimeoutMs * 70 + 10_000 });
+      await fleet.join();
+      // Every replica must verify the snapshots any other one signed.
+      snapshotKey ??= await fleet.sharedSnapshotKey();
+    }
     service = await buildApp({
       registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
-      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey: options.snapshotKeyPath !== undefined ? readSnapshotKey(options.snapshotKeyPath) : undefined,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey, fleet,
       bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
     });
   } catch (error) {
+    await fleet?.leave();
     await store.close();
     throw error;
   }

@@ -10,6 +10,12 @@
  * A step that overruns the step deadline, pushes its host over its memory cap or ends its host's thread
  * ends its session with `step_timeout`, `resource_exhausted` or `host_failed`; a recorded one is stored
  * with that end reason (outcome 0). The host's other sessions are rebuilt on a new host and go on.
+ *
+ * With a `fleet` (fleet.ts), sessions belong to the fleet, not to this replica: every operation takes
+ * the session's fleet-wide lock, brings this replica's copy up to date (replaying what other replicas
+ * did, or rebuilding it from the shared checkpoint), and commits what it changed before answering. The
+ * local sessions are then a cache: capacity bounds the copies held here, and a copy unused for a while
+ * is dropped. A replica that stops leaves its sessions to the others instead of closing them.
  */
 import { randomBytes } from "node:crypto";
 import type { Observation, ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
@@ -22,6 +28,7 @@ import { randomSnapshotKey } from "../hosts/signing.js";
 import { episodeRecord, type EpisodeJob } from "../rollout/episode.js";
 import { startHeartbeat, type Heartbeat } from "../store/liveness.js";
 import type { EpisodeRecord, RunRecord, TrajectoryStore } from "../store/types.js";
+import type { Fleet, FleetCommit, FleetSessionState } from "./fleet.js";
 import { JsonText } from "./json-text.js";
 
 /** Limits and collaborators of a session manager. */
@@ -45,6 +52,8 @@ export interface SessionManagerOptions {
   residentSessions?: number;
   /** The clock for idle times (tests). */
   now?: () => number;
+  /** Share sessions with other replicas through Redis (joined by the caller); see fleet.ts. */
+  fleet?: Fleet;
 }
 
 /** Who is asking: the token's name and whether it holds `admin`; null when the service has no auth. */
@@ -104,13 +113,26 @@ interface Session {
   ended: boolean;
   /** Step records of a recorded session until its episode is stored (the host keeps none). */
   records: TrajectoryStepRecord[];
-  /** A recorded session's last answer (JSON text): it holds the observation the next action acts on. */
+  /** The last answer (JSON text): a lost reply is answered again from it, and it holds the observation the next action acts on. */
   lastAnswer: string | null;
   /** The episode as written to the store; a recorded session is stored once. */
   stored: EpisodeRecord | null;
   busy: boolean;
   createdAt: Date;
   lastUsed: number;
+  /** Fleet only: counted actions since the start, the epoch (bumped by a restore), and the fleet's checkpoint position. */
+  seq: number;
+  epoch: number;
+  fleetBase: number;
+  /** Fleet only: another replica stored the episode already. */
+  storedElsewhere: boolean;
+}
+
+/** The fleet lock an operation holds, and whether its commit already released it. */
+interface FleetTurn {
+  token: string;
+  state: FleetSessionState;
+  released: boolean;
 }
 
 /** Counters for /metrics. */
@@ -122,9 +144,14 @@ export interface SessionStats {
   /** Step latencies in seconds since the last `drainStats` (for a histogram). */
   latencies: number[];
   hosts: HostPoolStats;
+  /** Fleet only: sessions this replica brought here from the fleet's state, and actions it replayed to catch up copies. */
+  fleet_adopted_total: number;
+  fleet_replayed_total: number;
 }
 
 const DEFAULTS = { capacity: 10_000, idleTtlMs: 15 * 60_000, stepTimeoutMs: 60_000 };
+/** In a fleet, a local copy unused this long is dropped (the fleet keeps the session). */
+const FLEET_COPY_IDLE_MS = 60_000;
 /** How long a stop waits for in-flight steps before it stops their hosts. */
 const SHUTDOWN_GRACE_MS = 5_000;
 
@@ -150,13 +177,15 @@ export class SessionManager {
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
   private stopped: Promise<void> | undefined;
-  private readonly stats = { created_total: 0, steps_total: 0, reaped_total: 0, latencies: [] as number[] };
+  private readonly stats = { created_total: 0, steps_total: 0, reaped_total: 0, latencies: [] as number[], fleet_adopted_total: 0, fleet_replayed_total: 0 };
+  private readonly fleet: Fleet | undefined;
 
   constructor(private readonly options: SessionManagerOptions) {
     this.capacity = options.capacity ?? DEFAULTS.capacity;
     this.idleTtlMs = options.idleTtlMs ?? DEFAULTS.idleTtlMs;
     this.stepTimeoutMs = options.stepTimeoutMs ?? DEFAULTS.stepTimeoutMs;
     this.now = options.now ?? Date.now;
+    this.fleet = options.fleet;
     for (const [name, value] of [["capacity", this.capacity], ["idleTtlMs", this.idleTtlMs], ["stepTimeoutMs", this.stepTimeoutMs]] as const) {
       if (!Number.isSafeInteger(value) || value < 0) throw new ValidationError("invalid_config", `${name} must be an integer >= 0, got ${value}`);
     }
@@ -186,7 +215,7 @@ export class SessionManager {
   /** Start a session: a new episode (env, task_id, seed) or a fork of a snapshot. */
   async create(request: CreateSessionRequest, caller: Caller = null): Promise<JsonText<CreatedSession>> {
     this.assertOpen();
-    if (this.sessions.size >= this.capacity) {
+    if (this.sessions.size >= this.capacity && !this.evictCopy()) {
       throw new ServiceError("capacity_reached", `the service holds ${this.sessions.size} live sessions, its capacity; close one or retry later`, {
         capacity: this.capacity,
         retry_after_s: 1,
@@ -222,18 +251,38 @@ export class SessionManager {
     const opened = await this.pool.open(start);
     if (record && !this.runTools.has(envId)) this.runTools.set(envId, (JSON.parse(opened.body) as CreatedSession).tools);
     const now = this.now();
-    this.sessions.set(id, {
+    const session: Session = {
       id, owner: caller?.name ?? null, envId, envVersion: opened.env_version, taskId: opened.task_id, seed: opened.seed, policyCheckpoint, record,
       stepCount: opened.step, ended: opened.ended, records: [], lastAnswer: record && !("snapshot" in request) ? opened.body : null, stored: null,
-      busy: false, createdAt: new Date(now), lastUsed: now,
-    });
+      busy: true, createdAt: new Date(now), lastUsed: now, seq: 0, epoch: 0, fleetBase: 0, storedElsewhere: false,
+    };
+    if (this.fleet) {
+      const track = this.pool.trackOf(id);
+      const meta = { owner: session.owner, envId, envVersion: session.envVersion, taskId: session.taskId, seed: session.seed, policyCheckpoint, record, createdAt: session.createdAt.toISOString() };
+      try {
+        await this.fleet.register(id, meta, track.start, { steps: opened.step, digest: opened.digest, ended: opened.ended, checkpoint: track.checkpoint, body: opened.body }, now);
+      } catch (error) {
+        void this.pool.closeSession(id, session.createdAt, session.createdAt).catch(() => undefined);
+        throw error;
+      }
+    }
+    session.busy = false;
+    this.sessions.set(id, session);
     this.stats.created_total++;
     return new JsonText<CreatedSession>(opened.body);
   }
 
-  /** Apply one action. A malformed action is answered by the environment (invalid_call), not thrown. */
-  async step(sessionId: string, action: unknown, caller: Caller = null): Promise<JsonText<StepResponse>> {
-    return this.exclusive(sessionId, caller, async (s) => {
+  /**
+   * Apply one action. A malformed action is answered by the environment (invalid_call), not thrown.
+   * With `expectSteps` (the steps the client counted before this action), a retry of an action whose
+   * answer was lost gets that answer again instead of acting twice; any other mismatch is step_conflict.
+   */
+  async step(sessionId: string, action: unknown, caller: Caller = null, expectSteps?: number): Promise<JsonText<StepResponse>> {
+    return this.exclusive(sessionId, caller, async (s, turn) => {
+      if (expectSteps !== undefined && expectSteps !== s.stepCount) {
+        if (expectSteps === s.stepCount - 1 && s.lastAnswer !== null) return new JsonText<StepResponse>(s.lastAnswer);
+        throw new LlmixError("step_conflict", `the session has taken ${s.stepCount} steps, not the ${expectSteps} this step expected: the action was not applied`, { steps: s.stepCount, expect_steps: expectSteps });
+      }
       const started = performance.now();
       let reply;
       try {
@@ -245,8 +294,10 @@ export class SessionManager {
       s.stepCount++;
       this.stats.latencies.push((performance.now() - started) / 1000);
       if (this.stats.latencies.length > 100_000) this.stats.latencies.splice(0, 50_000);
-      if (reply.record && !s.stored) s.records.push(reply.record);
-      if (s.record) s.lastAnswer = reply.body;
+      if (turn) await this.commitStep(s, turn, action, reply);
+      else if (reply.record && !s.stored) s.records.push(reply.record);
+      // Kept for every session: a retried step (expect_steps) whose answer was lost gets it again.
+      s.lastAnswer = reply.body;
       let body = reply.body;
       if (reply.ended) {
         s.ended = true;
@@ -268,7 +319,7 @@ export class SessionManager {
 
   /** Continue the session from a snapshot of the same environment (recording restarts from there). */
   async restore(sessionId: string, snapshot: unknown, caller: Caller = null): Promise<void> {
-    return this.exclusive(sessionId, caller, async (s) => {
+    return this.exclusive(sessionId, caller, async (s, turn) => {
       let restored;
       try {
         restored = await this.pool.restore(s.id, snapshot, caller?.admin === true);
@@ -281,6 +332,14 @@ export class SessionManager {
       s.lastAnswer = null;
       s.stepCount = restored.step;
       s.ended = restored.ended;
+      if (turn && this.fleet) {
+        // A new epoch: copies on other replicas are of the session before the restore, and are rebuilt.
+        const track = this.pool.trackOf(s.id);
+        s.epoch++;
+        s.fleetBase = s.seq;
+        await this.fleet.commit(s.id, turn.token, { seq: s.seq, steps: s.stepCount, digest: track.digest, ended: s.ended, last: "", mode: "restart", checkpoint: track.checkpoint, base: s.seq, epoch: s.epoch }, this.now());
+        turn.released = true;
+      }
     });
   }
 
@@ -290,7 +349,8 @@ export class SessionManager {
   }
 
   /** A live session's state. */
-  info(sessionId: string, caller: Caller = null): SessionInfo {
+  async info(sessionId: string, caller: Caller = null): Promise<SessionInfo> {
+    if (this.fleet) return this.fleetInfo(sessionId, caller);
     const s = this.require(sessionId, caller);
     return {
       session_id: s.id, env: s.envId, env_version: s.envVersion, task_id: s.taskId, seed: s.seed, steps: s.stepCount,
@@ -301,10 +361,15 @@ export class SessionManager {
   /** End a session: the episode summary (stored first when recording). Unknown id: unknown_session. */
   async close(sessionId: string, caller: Caller = null): Promise<EpisodeRecord> {
     let failed: unknown;
-    const summary = await this.exclusive(sessionId, caller, async (s) => {
+    const summary = await this.exclusive(sessionId, caller, async (s, turn) => {
       this.sessions.delete(s.id);
       // A store that refuses the episode must not keep the session alive: it is closed, and the error told.
-      if (s.record && !s.ended) await this.saveEpisode(s).catch((error: unknown) => (failed = error));
+      // (In a fleet, an episode that ended elsewhere may still be unstored: the replica that ended it died first.)
+      if (s.record && (!s.ended || turn)) await this.saveEpisode(s).catch((error: unknown) => (failed = error));
+      if (turn && this.fleet) {
+        await this.fleet.remove(s.id);
+        turn.released = true;
+      }
       const closed = await this.pool.closeSession(s.id, s.createdAt, new Date(this.now()));
       return s.stored ?? closed.summary;
     });
@@ -314,6 +379,7 @@ export class SessionManager {
 
   /** Close sessions idle longer than the TTL; returns how many. */
   async reapIdle(): Promise<number> {
+    if (this.fleet) return this.reapFleet();
     if (this.idleTtlMs === 0) return 0;
     const now = this.now();
     const idle = [...this.sessions.values()].filter((s) => !s.busy && s.createdAt && now - s.lastUsed > this.idleTtlMs);
@@ -330,7 +396,7 @@ export class SessionManager {
     this.stats.latencies = [];
     return {
       live: this.sessions.size, created_total: this.stats.created_total, steps_total: this.stats.steps_total, reaped_total: this.stats.reaped_total, latencies,
-      hosts: this.pool.snapshotStats(),
+      hosts: this.pool.snapshotStats(), fleet_adopted_total: this.stats.fleet_adopted_total, fleet_replayed_total: this.stats.fleet_replayed_total,
     };
   }
 
@@ -370,14 +436,152 @@ export class SessionManager {
       await settled;
     }
     for (const s of [...this.sessions.values()]) {
-      if (s.record && !s.ended && s.createdAt) await this.saveEpisode(s).catch(() => undefined);
+      // In a fleet the sessions live on (another replica takes them over); alone, they end here.
+      if (!this.fleet && s.record && !s.ended && s.createdAt) await this.saveEpisode(s).catch(() => undefined);
       this.drop(s.id);
     }
     await this.pool.close();
+    await this.fleet?.leave();
     // A clean stop: this server's runs are finished (a killed server's stay running, and read as interrupted).
     this.heartbeat?.stop();
     const store = this.options.store;
     if (store) await Promise.all(this.runIds.map((id) => store.finishRun(id, "finished").catch(() => undefined)));
+  }
+
+
+  // ----- the fleet (see fleet.ts) --------------------------------------------------------------------
+
+  /** `exclusive` in a fleet: the fleet-wide lock, this replica's copy brought up to date, the lock released. */
+  private async fleetExclusive<T>(fleet: Fleet, sessionId: string, caller: Caller, fn: (s: Session, turn: FleetTurn) => Promise<T> | T): Promise<T> {
+    if (typeof sessionId !== "string" || sessionId === "") throw new ServiceError("unknown_session", `no live session "${String(sessionId)}"`);
+    const local = this.sessions.get(sessionId);
+    if (local?.busy) throw new ServiceError("session_busy", `session ${sessionId} is busy with another request; send its operations one at a time`);
+    const turn: FleetTurn = { token: fleet.token(), state: undefined as unknown as FleetSessionState, released: false };
+    const work = (async () => {
+      turn.state = await fleet.acquire(sessionId, turn.token);
+      if (!visibleTo(turn.state.meta.owner, caller)) throw new ServiceError("unknown_session", `no live session "${sessionId}" (closed, reaped after being idle, or never created)`);
+      const s = await this.currentCopy(fleet, sessionId, turn.state);
+      s.busy = true;
+      try {
+        return await fn(s, turn);
+      } finally {
+        s.busy = false;
+        s.lastUsed = this.now();
+      }
+    })();
+    this.inFlight.add(work);
+    try {
+      return await work;
+    } finally {
+      this.inFlight.delete(work);
+      // A refused acquire holds nothing; otherwise the lock goes unless a commit already released it.
+      if (turn.state && !turn.released) await fleet.release(sessionId, turn.token, this.now()).catch(() => undefined);
+    }
+  }
+
+  /**
+   * This replica's copy of a fleet session, as the fleet has it: kept if current, caught up by replaying
+   * the actions it missed (when it is of the same epoch and not older than the fleet's checkpoint), or
+   * else rebuilt from the checkpoint. A replay that does not end on the fleet's digest is rebuilt too.
+   */
+  private async currentCopy(fleet: Fleet, sid: string, state: FleetSessionState): Promise<Session> {
+    let s = this.sessions.get(sid);
+    if (s?.createdAt && s.epoch === state.epoch && s.seq === state.seq && this.pool.trackOf(sid).digest === state.digest) {
+      // Steps after the end change nothing but the count and the last answer: take those from the fleet.
+      if (s.stepCount !== state.steps) s.lastAnswer = await fleet.lastAnswer(sid);
+      return Object.assign(s, this.fleetFields(state));
+    }
+    if (s?.createdAt && s.epoch === state.epoch && s.seq < state.seq && s.seq >= state.abase) {
+      const { actions } = await fleet.history(sid, state, s.seq, false);
+      for (const action of actions) await this.pool.step(sid, action);
+      this.stats.fleet_replayed_total += actions.length;
+      if (this.pool.trackOf(sid).digest === state.digest) {
+        Object.assign(s, this.fleetFields(state), { lastAnswer: await fleet.lastAnswer(sid) });
+        return s;
+      }
+    }
+    if (s) this.drop(sid);
+    if (this.sessions.size >= this.capacity && !this.evictCopy()) {
+      throw new ServiceError("capacity_reached", `this replica holds ${this.sessions.size} sessions, its capacity, all busy; retry later`, { capacity: this.capacity, retry_after_s: 1 });
+    }
+    const { checkpoint, actions } = await fleet.history(sid, state, state.base, true);
+    await this.pool.adopt({ start: state.start, checkpoint, actions, digest: state.digest });
+    this.stats.fleet_adopted_total++;
+    const m = state.meta;
+    const createdAt = new Date(m.createdAt);
+    s = {
+      id: sid, owner: m.owner, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: m.record,
+      records: [], lastAnswer: await fleet.lastAnswer(sid), stored: null, busy: false, createdAt, lastUsed: this.now(), ...this.fleetFields(state),
+    };
+    this.sessions.set(sid, s);
+    return s;
+  }
+
+  /** The fields of a local copy that follow the fleet's state. */
+  private fleetFields(state: FleetSessionState): Pick<Session, "seq" | "epoch" | "fleetBase" | "stepCount" | "ended" | "storedElsewhere"> {
+    return { seq: state.seq, epoch: state.epoch, fleetBase: state.base, stepCount: state.steps, ended: state.ended, storedElsewhere: state.stored };
+  }
+
+  /** Commit a step to the fleet (and release its lock): the action after the checkpoint, or a newer checkpoint. */
+  private async commitStep(s: Session, turn: FleetTurn, action: unknown, reply: { body: string; counted: boolean; ended: boolean; record?: TrajectoryStepRecord }): Promise<void> {
+    const fleet = this.fleet as Fleet;
+    // The track's digest, not the reply's: a step after the end changes the answer but not the session.
+    const track = this.pool.trackOf(s.id);
+    const change: FleetCommit = { seq: s.seq, steps: s.stepCount, digest: track.digest, ended: s.ended || reply.ended, last: reply.body, mode: "none" };
+    if (reply.counted) {
+      change.seq = ++s.seq;
+      change.action = action;
+      const trackBase = s.seq - track.actions.length;
+      if (trackBase > s.fleetBase) {
+        // The host took a checkpoint since the fleet's: it becomes the fleet's, so a rebuild replays little.
+        Object.assign(change, { mode: "checkpoint", checkpoint: track.checkpoint, base: trackBase });
+        s.fleetBase = trackBase;
+      } else change.mode = "push";
+    }
+    if (reply.record && s.record) change.records = [reply.record];
+    await fleet.commit(s.id, turn.token, change, this.now());
+    turn.released = true;
+  }
+
+  /** Drop the least recently used idle local copy of a fleet session to make room; false when none can go. */
+  private evictCopy(): boolean {
+    if (!this.fleet) return false;
+    let oldest: Session | undefined;
+    for (const s of this.sessions.values()) if (!s.busy && s.createdAt && (!oldest || s.lastUsed < oldest.lastUsed)) oldest = s;
+    if (!oldest) return false;
+    this.drop(oldest.id);
+    return true;
+  }
+
+  /** GET /v1/sessions/:id in a fleet: the fleet's state, read without the lock (a step in progress is not waited for). */
+  private async fleetInfo(sessionId: string, caller: Caller): Promise<SessionInfo> {
+    const state = await (this.fleet as Fleet).peek(sessionId);
+    if (!state || !visibleTo(state.meta.owner, caller)) throw new ServiceError("unknown_session", `no live session "${String(sessionId)}" (closed, reaped after being idle, or never created)`);
+    return {
+      session_id: sessionId, env: state.meta.envId, env_version: state.meta.envVersion, task_id: state.meta.taskId, seed: state.meta.seed, steps: state.steps,
+      ended: state.ended, record: state.meta.record, created_at: state.meta.createdAt, idle_ms: Math.max(0, this.now() - state.lastUsed),
+    };
+  }
+
+  /**
+   * Reaping in a fleet: sessions the whole fleet left idle past the TTL are closed (any replica may do
+   * it; a session in use elsewhere is skipped), and local copies unused for a minute are dropped.
+   */
+  private async reapFleet(): Promise<number> {
+    const fleet = this.fleet as Fleet;
+    const now = this.now();
+    for (const s of [...this.sessions.values()]) if (!s.busy && s.createdAt && now - s.lastUsed > FLEET_COPY_IDLE_MS) this.drop(s.id);
+    if (this.idleTtlMs === 0) return 0;
+    let reaped = 0;
+    for (const sid of await fleet.idleSince(now - this.idleTtlMs, 100)) {
+      const closed = await this.close(sid, { name: "reaper", admin: true }).then(
+        () => true,
+        () => false,
+      );
+      if (closed) reaped++;
+    }
+    this.stats.reaped_total += reaped;
+    return reaped;
   }
 
   // ----- internals -----------------------------------------------------------------------------------
@@ -385,7 +589,7 @@ export class SessionManager {
   private require(sessionId: string, caller: Caller): Session {
     const s = typeof sessionId === "string" ? this.sessions.get(sessionId) : undefined;
     // Another tenant's session is answered exactly like one that does not exist: its id tells them nothing.
-    if (!s || !s.createdAt || (s.owner !== null && caller !== null && !caller.admin && caller.name !== s.owner)) {
+    if (!s || !s.createdAt || !visibleTo(s.owner, caller)) {
       throw new ServiceError("unknown_session", `no live session "${String(sessionId)}" (closed, reaped after being idle, or never created)`);
     }
     return s;
@@ -395,13 +599,14 @@ export class SessionManager {
     if (this.closing) throw new ServiceError("capacity_reached", "the service is shutting down", { retry_after_s: 5 });
   }
 
-  /** Run `fn` as the session's only operation; a concurrent one gets session_busy. */
-  private async exclusive<T>(sessionId: string, caller: Caller, fn: (s: Session) => Promise<T> | T): Promise<T> {
+  /** Run `fn` as the session's only operation (fleet-wide in a fleet); a concurrent one gets session_busy. */
+  private async exclusive<T>(sessionId: string, caller: Caller, fn: (s: Session, turn: FleetTurn | null) => Promise<T> | T): Promise<T> {
     this.assertOpen();
+    if (this.fleet) return this.fleetExclusive(this.fleet, sessionId, caller, fn);
     const s = this.require(sessionId, caller);
     if (s.busy) throw new ServiceError("session_busy", `session ${sessionId} is busy with another request; send its operations one at a time`);
     s.busy = true;
-    const work = (async () => fn(s))();
+    const work = (async () => fn(s, null))();
     this.inFlight.add(work);
     try {
       return await work;
@@ -421,20 +626,20 @@ export class SessionManager {
     const e = toLlmixError(error);
     if (!HOST_STOPS.has(e.code) || e.details.host_stopped !== true) return e;
     if (action !== null && s.record && !s.stored) {
-      s.records.push(this.stoppedStep(s, action, e));
       s.ended = true;
-      await this.saveEpisode(s).catch(() => undefined);
+      await this.saveEpisode(s, { action, error: e }).catch(() => undefined);
     }
     this.drop(s.id);
+    await this.fleet?.remove(s.id).catch(() => undefined);
     return new ServiceError(e.code as "step_timeout", `${e.message}; the session was closed`, { ...e.details, session_closed: true, stored: s.stored !== null });
   }
 
   /** The record of a step that never finished: truncated, outcome 0, the reason in `info`. */
-  private stoppedStep(s: Session, action: unknown, error: LlmixError): TrajectoryStepRecord {
+  private stoppedStep(s: Session, step: number, action: unknown, error: LlmixError): TrajectoryStepRecord {
     const last = s.lastAnswer ? (JSON.parse(s.lastAnswer) as { observation?: Observation }).observation : undefined;
     const message = `The step was stopped: ${error.message}.`;
     return toStepRecord({
-      episodeId: s.id, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint, step: s.records.length + 1,
+      episodeId: s.id, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint, step,
       observation: last ?? { rendered: "", tokens: 0 },
       action,
       result: {
@@ -448,6 +653,11 @@ export class SessionManager {
   private async onLost(sid: string, error: LlmixError): Promise<void> {
     const s = this.sessions.get(sid);
     if (!s) return;
+    if (this.fleet) {
+      // Only this replica's copy is gone: the fleet still has the session, and its next request rebuilds it.
+      this.sessions.delete(sid);
+      return;
+    }
     if (s.record && !s.stored && s.records.length > 0) {
       const runId = await this.runFor(s).catch(() => null);
       if (runId) {
@@ -465,16 +675,23 @@ export class SessionManager {
     };
   }
 
-  /** Write a recorded session's episode (once) under this server's run for its environment. */
-  private async saveEpisode(s: Session): Promise<void> {
+  /**
+   * Write a recorded session's episode (once) under this server's run for its environment; `stopped`
+   * adds a last step that never finished. In a fleet the records so far are the fleet's.
+   */
+  private async saveEpisode(s: Session, stopped?: { action: unknown; error: LlmixError }): Promise<void> {
     const store = this.options.store;
-    if (!s.record || s.stored || !store || s.records.length === 0) return;
+    if (!s.record || s.stored || s.storedElsewhere || !store) return;
+    let records = this.fleet ? await this.fleet.records(s.id) : s.records;
+    if (stopped) records = [...records, this.stoppedStep(s, records.length + 1, stopped.action, stopped.error)];
+    if (records.length === 0) return;
     const runId = await this.runFor(s);
-    const episode = episodeRecord(this.jobOf(s, runId), s.records, null, s.createdAt, new Date(this.now()));
-    await store.writeEpisodes([{ episode, steps: s.records }]);
+    const episode = episodeRecord(this.jobOf(s, runId), records, null, s.createdAt, new Date(this.now()));
+    await store.writeEpisodes([{ episode, steps: records }]);
     // Stored once: a later close, restore or reap must not write the same episode id again.
     s.stored = episode;
     s.records = [];
+    await this.fleet?.markStored(s.id);
   }
 
   /** The run that holds this server's recorded sessions of one environment (created on first use). */
@@ -508,6 +725,11 @@ export class SessionManager {
     if (s?.createdAt) void this.pool.closeSession(sessionId, s.createdAt, new Date(this.now())).catch(() => undefined);
     else this.pool.forget(sessionId);
   }
+}
+
+/** Whether `caller` may see a session owned by `owner` (its creator's token, or admin; everyone without auth). */
+function visibleTo(owner: string | null, caller: Caller): boolean {
+  return owner === null || caller === null || caller.admin || caller.name === owner;
 }
 
 function snapshotEnv(snapshot: unknown): string {

@@ -452,7 +452,7 @@ describe("metrics and OpenAPI", () => {
     expect(res.body.openapi).toBe("3.1.0");
     const routes = server.service.routes;
     expect(routes.map((r) => `${r.method} ${r.url}`).sort()).toEqual([
-      "DELETE /v1/sessions/:id", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /v1/envs", "GET /v1/envs/:env", "GET /v1/envs/:env/tasks",
+      "DELETE /v1/sessions/:id", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz", "GET /v1/envs", "GET /v1/envs/:env", "GET /v1/envs/:env/tasks",
       "GET /v1/episodes/:id", "GET /v1/sessions/:id", "GET /v1/sessions/:id/snapshot", "GET /v1/ws", "POST /v1/episodes/:id/replay", "POST /v1/sessions",
       "POST /v1/sessions/:id/restore", "POST /v1/sessions/:id/step", "POST /v1/tasks/sample",
     ]);
@@ -492,7 +492,7 @@ describe("metrics and OpenAPI", () => {
       withStore: false,
       extraRoutes: (app, context) => {
         app.post("/v1/sessions/:id/echo", { config: { openapi: { summary: "echo", responses: { "200": { description: "ok" } } } } }, async (request) => {
-          context.manager.info((request.params as { id: string }).id);
+          await context.manager.info((request.params as { id: string }).id);
           return { body: request.body };
         });
       },

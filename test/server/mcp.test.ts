@@ -77,7 +77,7 @@ describe("MCP over streamable HTTP", () => {
     expect(client.getInstructions()).toContain(`/v1/sessions/${created.session_id}/step`);
 
     const result = await client.callTool({ name: "get_agent_profile", arguments: {} });
-    expect(manager.info(created.session_id).steps).toBe(1);
+    expect((await manager.info(created.session_id)).steps).toBe(1);
     expect(result.isError).toBe(false);
     const content = result.content as Array<{ type: string; text: string }>;
     expect(content[0]?.type).toBe("text");
@@ -99,7 +99,7 @@ describe("MCP over streamable HTTP", () => {
       expect(result.isError).toBe(false);
       expect(meta(result).tool_result?.status).toBe("ok");
     }
-    expect(manager.info(created.session_id).steps).toBe(8);
+    expect((await manager.info(created.session_id)).steps).toBe(8);
   });
 
   it("a session's MCP queue holds MCP_QUEUE_LIMIT calls: the next is refused with session_busy, and the queue drains in order", async () => {
@@ -142,7 +142,7 @@ describe("MCP over streamable HTTP", () => {
       }
     }
     expect(viaMcp).toBeGreaterThan(0);
-    expect(manager.info(created.session_id).steps).toBe(actions.length);
+    expect((await manager.info(created.session_id)).steps).toBe(actions.length);
     expect(last?.terminated).toBe(true);
     expect(last?.reward_components.task).toBe(1);
   });
@@ -157,7 +157,7 @@ describe("MCP over streamable HTTP", () => {
     const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
     expect(unknown.isError).toBe(true);
     expect(meta(unknown).reward_components.invalid_call).toBeLessThan(0);
-    expect(manager.info(created.session_id).steps).toBe(2);
+    expect((await manager.info(created.session_id)).steps).toBe(2);
   });
 
   it("malformed tools/call params are invalid params (-32602) in one line, and the session is untouched", async () => {
@@ -175,7 +175,7 @@ describe("MCP over streamable HTTP", () => {
       expect(answer.error.message).toContain(says);
       expect(answer.error.message).not.toContain("\n");
     }
-    expect(manager.info(created.session_id).steps).toBe(0);
+    expect((await manager.info(created.session_id)).steps).toBe(0);
   });
 
   it("an unknown session is a 404 with the service's JSON error; GET is 405 (stateless)", async () => {
@@ -203,7 +203,7 @@ describe("createMcpServer", () => {
   it("a closed session is an MCP error carrying the llmix code", async () => {
     const manager = new SessionManager({ registry: builtinRegistry(), idleTtlMs: 0, hosts: 1 });
     const created = (await manager.create({ env: ENV, task_id: TASK, seed: SEED })).value;
-    const server = createMcpServer(manager, created.session_id, null);
+    const server = createMcpServer(manager, await manager.info(created.session_id), null);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const client = new Client({ name: "llmix-test", version: "0.0.0" });
     await Promise.all([server.connect(serverSide), client.connect(clientSide)]);

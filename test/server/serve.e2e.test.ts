@@ -3,7 +3,7 @@
  * It prints the API and OpenAPI URLs (with the real port for --port 0), serves a recorded episode, and on
  * SIGTERM finishes, stores the recorded sessions still open, closes the store and exits 0.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CreatedSession, StepResponse } from "../../src/server/sessions.js";
 import { openStore } from "../../src/store/sqlite-store.js";
-import { api, playReference, TASK } from "./service-helpers.js";
+import { api, playReference, spawnServe, TASK, type ServeProcess } from "./service-helpers.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const bin = join(root, "dist/cli/bin.js");
@@ -23,26 +23,9 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Start `llmix serve` and wait for its one start line. */
-function serve(args: string[]): Promise<{ child: ChildProcess; url: string; line: string; stderr: () => string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, [bin, "serve", ...args], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start line; stdout: ${stdout} stderr: ${stderr}`)), 20_000);
-    child.stdout!.on("data", (c: Buffer) => {
-      stdout += c.toString();
-      const match = /API (http:\/\/[^\s]+)\/v1 .*OpenAPI (http:\/\/[^\s]+)\/openapi\.json/.exec(stdout);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1] as string, line: stdout.split("\n")[0] as string, stderr: () => stderr, exited });
-      }
-    });
-    void exited.then((code) => reject(new Error(`exited ${code} before starting: ${stderr}`)));
-  });
+/** Start `llmix serve` in the test's directory and wait for its one start line. */
+function serve(args: string[]): Promise<ServeProcess> {
+  return spawnServe(bin, dir, args, children);
 }
 
 describe("llmix serve", () => {

@@ -4,6 +4,7 @@
  * surface used here is typed by hand), and the reference solver of billing-dispute driven from the
  * server's observations.
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -194,4 +195,35 @@ export async function playReference(
   } finally {
     await env.close();
   }
+}
+
+/** A running `llmix serve` process. */
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  line: string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Start `node BIN serve ARGS` in `cwd` (added to `children` for cleanup) and wait for its one start line. */
+export function spawnServe(bin: string, cwd: string, args: string[], children: ChildProcess[]): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [bin, "serve", ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start line; stdout: ${stdout} stderr: ${stderr}`)), 20_000);
+    child.stdout!.on("data", (c: Buffer) => {
+      stdout += c.toString();
+      const match = /API (http:\/\/[^\s]+)\/v1 .*OpenAPI (http:\/\/[^\s]+)\/openapi\.json/.exec(stdout);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1] as string, line: stdout.split("\n")[0] as string, stderr: () => stderr, exited });
+      }
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before starting: ${stderr}`)));
+  });
 }

@@ -95,6 +95,15 @@ class CapacityError(LlmixError):
         self.retry_after = retry_after
 
 
+class FleetUnavailableError(CapacityError):
+    """``fleet_unavailable`` (HTTP 503): the Redis a fleet of replicas shares did not answer; retry later."""
+
+
+class StepConflictError(LlmixError):
+    """``step_conflict`` (HTTP 409): the step named the step count it expected (``expect_steps``) and the
+    session has another; the action was not applied. ``details["steps"]`` is the session's count."""
+
+
 class StepTimeoutError(LlmixError):
     """``step_timeout``: a step exceeded the service's per-step limit; the server closed the session."""
 
@@ -119,6 +128,8 @@ class ClientTimeoutError(LlmixError):
 _BY_CODE = {
     "session_busy": SessionBusyError,
     "capacity_reached": CapacityError,
+    "fleet_unavailable": FleetUnavailableError,
+    "step_conflict": StepConflictError,
     "step_timeout": StepTimeoutError,
     "unauthorized": AuthError,
     "forbidden": AuthError,
@@ -131,6 +142,12 @@ _BY_CODE = {
     "connection_failed": ConnectionFailedError,
     "client_timeout": ClientTimeoutError,
 }
+
+
+def _snapshot_steps(snapshot: Any) -> Optional[int]:
+    """The step count a session continuing from ``snapshot`` has (None when the snapshot does not say)."""
+    step = snapshot.get("step") if isinstance(snapshot, Mapping) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 def _error_class(code: str, status: Optional[int]) -> type:
@@ -247,11 +264,14 @@ class Client:
     ``base_url`` defaults to ``$LLMIX_URL`` or ``http://127.0.0.1:8377``; ``token`` (a bearer token) to
     ``$LLMIX_TOKEN``. ``timeout`` bounds each request in seconds. ``capacity_retries`` (default 0: off)
     retries a request refused with ``capacity_reached`` that many times, sleeping the server's
-    ``Retry-After`` (at most ``max_retry_wait`` seconds) in between.
+    ``Retry-After`` (at most ``max_retry_wait`` seconds) in between. ``step_retries`` (default 0: off)
+    retries a step whose connection failed or whose session was busy or whose fleet was unavailable, as
+    for a fleet of replicas behind a load balancer when one dies: each step names the step count it
+    expects (``expect_steps``), so a retry of a step that was applied gets its answer, never a second step.
     """
 
     def __init__(self, base_url: Optional[str] = None, token: Optional[str] = None, timeout: float = 60.0,
-                 capacity_retries: int = 0, max_retry_wait: float = 30.0):
+                 capacity_retries: int = 0, max_retry_wait: float = 30.0, step_retries: int = 0):
         url = base_url or os.environ.get("LLMIX_URL") or DEFAULT_URL
         parts = urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -265,6 +285,7 @@ class Client:
         self.timeout = timeout
         self.capacity_retries = int(capacity_retries)
         self.max_retry_wait = float(max_retry_wait)
+        self.step_retries = int(step_retries)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: List[http.client.HTTPConnection] = []
@@ -336,6 +357,7 @@ class Client:
             body["policy_checkpoint"] = policy_checkpoint
         session = Session(self, self._json("POST", "/v1/sessions", body), record=record, policy_checkpoint=policy_checkpoint)
         session.done = isinstance(snapshot, Mapping) and snapshot.get("status", "running") != "running"
+        session.steps = _snapshot_steps(snapshot)
         return session
 
     def session_info(self, session_id: str) -> Dict[str, Any]:
@@ -499,6 +521,8 @@ class Session:
         self.closed = False
         self.last: Optional[StepResult] = None
         self.episode: Optional[Dict[str, Any]] = None
+        # Steps taken, as this client counted them (None after a fork or restore until known again).
+        self.steps: Optional[int] = 0
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "ended" if self.done else "live"
@@ -522,7 +546,22 @@ class Session:
         object (unknown type or tool, bad arguments) is answered by the environment (an error
         observation and an ``invalid_call`` reward component), not raised; something that is not a
         JSON object is refused by the service with ``ValidationError`` (``invalid_action``)."""
-        result = StepResult.from_json(self.client._json("POST", self._path("/step"), {"action": action}))
+        body: Dict[str, Any] = {"action": action}
+        if self.steps is not None:
+            body["expect_steps"] = self.steps
+        attempt = 0
+        while True:
+            try:
+                data = self.client._json("POST", self._path("/step"), body)
+                break
+            except (ConnectionFailedError, SessionBusyError, FleetUnavailableError):
+                if self.steps is None or attempt >= self.client.step_retries:
+                    raise
+                attempt += 1
+                time.sleep(min(0.2 * attempt, self.client.max_retry_wait))
+        result = StepResult.from_json(data)
+        if self.steps is not None:
+            self.steps += 1
         self.observation = result.observation
         self.last = result
         if result.done:
@@ -553,6 +592,7 @@ class Session:
         if "seed" in snapshot:
             self.seed = int(snapshot["seed"])
         self.done = snapshot.get("status", "running") != "running"
+        self.steps = _snapshot_steps(snapshot)
         self.last = None
 
     def fork(self, record: bool = False) -> "Session":

@@ -22,10 +22,12 @@ from llmix_client import (
     CapacityError,
     Client,
     ConnectionFailedError,
+    FleetUnavailableError,
     LlmixError,
     NotFoundError,
     ServerError,
     SessionBusyError,
+    StepConflictError,
     StepResult,
     StepTimeoutError,
     ValidationError,
@@ -403,6 +405,35 @@ class TransportTest(unittest.TestCase):
         self.assertEqual(session.text, "hi")
         sent = json.loads(_Stub.seen[-1]["body"])
         self.assertEqual(sent, {"env": ENV, "task_id": "t", "seed": 1, "record": True, "policy_checkpoint": "step_1"})
+
+    def test_step_retries_name_the_expected_step_so_a_retry_never_acts_twice(self) -> None:
+        created = (201, {}, {"session_id": "ses_1", "env": ENV, "env_version": "1.0.0", "task_id": "t", "seed": 1,
+                             "observation": {"rendered": "hi", "tokens": 1}, "tools": []})
+        answer = (200, {}, {"observation": {"rendered": "ok", "tokens": 1}, "reward": 0.5, "reward_components": {"task": 0.5},
+                            "terminated": False, "truncated": False, "tool_result": None, "info": {}})
+        busy = (409, {}, {"error": {"code": "session_busy", "message": "busy", "details": {}}})
+        down = (503, {"Retry-After": "1"}, {"error": {"code": "fleet_unavailable", "message": "redis", "details": {}}})
+        # A replica dies under the first step (the connection drops twice), another holds its lock, Redis blinks.
+        _Stub.script = [created, "DROP", "DROP", busy, down, answer, answer]
+        session = Client(self.url, step_retries=5).create_session(ENV, "t", 1)
+        self.assertEqual(session.steps, 0)
+        self.assertEqual(session.tool_call("lookup").reward, 0.5)
+        self.assertEqual(session.steps, 1)
+        session.tool_call("lookup")
+        sent = [json.loads(s["body"]).get("expect_steps") for s in _Stub.seen[1:]]
+        self.assertEqual(sent, [0, 0, 0, 0, 0, 1])
+        # Without retries, the failure is raised as it came.
+        _Stub.script = [created, down]
+        session = Client(self.url).create_session(ENV, "t", 1)
+        with self.assertRaises(FleetUnavailableError) as caught:
+            session.tool_call("lookup")
+        self.assertIsInstance(caught.exception, CapacityError)
+        self.assertEqual(session.steps, 0)
+        conflict = (409, {}, {"error": {"code": "step_conflict", "message": "m", "details": {"steps": 3, "expect_steps": 0}}})
+        _Stub.script = [conflict]
+        with self.assertRaises(StepConflictError) as caught_conflict:
+            session.tool_call("lookup")
+        self.assertEqual(caught_conflict.exception.details["steps"], 3)
 
     def test_error_mapping(self) -> None:
         def err(status: int, code: str, headers: Any = None) -> LlmixError:
