@@ -9,7 +9,8 @@ import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import { parseSplit } from "../tasks/splits.js";
 import type { SliceMetrics } from "../rollout/metrics.js";
-import { ADVANTAGE_ON, type AdvantageOn, type RolloutConfig } from "../rollout/plan.js";
+import { ADVANTAGE_ON, type AdvantageOn, type RolloutConfig, type RolloutSampler } from "../rollout/plan.js";
+import { restoreSampler, type SamplerSpec } from "../tasks/sampler.js";
 import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
 import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { rollout, type RolloutResult } from "../rollout/runner.js";
@@ -94,7 +95,17 @@ function formatRollout(result: RolloutResult, groups: ReadonlyArray<{ group_id: 
   const shown = groups.slice(0, 8).map((g) => `  ${g.group_id}\n    reward  ${row(g.rewards)}\n    outcome ${row(g.outcomes)}\n    grpo    ${row(g.grpo)}`);
   const more = groups.length > 8 ? [`  ... ${groups.length - 8} more groups (llmix episodes --run ${r.run_id})`] : [];
   const basis = on === "outcome" ? "on the outcome" : "on the total reward, costs included; --advantage-on outcome for success alone";
-  return [head, "", formatMetrics(result.metrics), "", `advantages (GRPO, ${basis}) per group`, ...shown, ...more].join("\n");
+  return [head, "", formatMetrics(result.metrics), "", ...curriculumLines(result), `advantages (GRPO, ${basis}) per group`, ...shown, ...more].join("\n");
+}
+
+/** A curriculum run's end state: each cell's recent pass rate and the weight the next draw would give it. */
+function curriculumLines(result: RolloutResult): string[] {
+  if (!result.sampler) return [];
+  const sampler = restoreSampler(result.sampler);
+  const rates = sampler.passRates();
+  const weights = sampler.weights();
+  const rows = sampler.cellKeys.map((cell) => [cell, rates[cell] === null ? "-" : (rates[cell] as number).toFixed(2), (weights[cell] as number).toFixed(3)]);
+  return ["curriculum after the last wave", renderTable(["cell", "pass rate", "next weight"], rows), ""];
 }
 
 /** What went wrong in a run's error episodes: their count, and each distinct cause with how often it occurred. */
@@ -167,6 +178,10 @@ interface RolloutFlags {
   advantageOn: string;
   queue?: string;
   queueName: string;
+  mix?: string;
+  curriculum?: string;
+  trainStep?: number;
+  batchGroups?: number;
 }
 
 function configOf(flags: RolloutFlags): RolloutConfig {
@@ -175,6 +190,7 @@ function configOf(flags: RolloutFlags): RolloutConfig {
     throw new ValidationError("invalid_argument", `rollout needs ${missing.map((k) => (k === "n" ? "-n" : `--${k}`)).join(", ")} (or --resume RUN)`);
   }
   const taskIds = [...(flags.task ?? []), ...(flags.tasksFile ? readTaskFile(flags.tasksFile) : [])];
+  const sampler = samplerOf(flags);
   const envOptions: Record<string, JsonValue> = {};
   if (flags.maxSteps !== undefined) envOptions.maxSteps = flags.maxSteps;
   return {
@@ -191,7 +207,33 @@ function configOf(flags: RolloutFlags): RolloutConfig {
     env_options: envOptions,
     modules: (flags.module ?? []).map((m) => resolve(m)),
     advantage_on: flags.advantageOn as AdvantageOn,
+    ...(sampler ? { sampler } : {}),
   };
+}
+
+/** The run's sampler from --mix FILE (a mix or schedule) or --curriculum FILE (a curriculum), as JSON specs (docs/tasks.md). */
+function samplerOf(flags: RolloutFlags): RolloutSampler | undefined {
+  if (flags.mix !== undefined && flags.curriculum !== undefined) throw new ValidationError("invalid_argument", "--mix and --curriculum exclude each other");
+  const path = flags.mix ?? flags.curriculum;
+  if (path === undefined) {
+    if (flags.trainStep !== undefined || flags.batchGroups !== undefined) throw new ValidationError("invalid_argument", "--train-step and --batch-groups need --mix or --curriculum");
+    return undefined;
+  }
+  const flag = flags.mix !== undefined ? "--mix" : "--curriculum";
+  let spec: SamplerSpec;
+  try {
+    spec = JSON.parse(readFileSync(path, "utf8")) as SamplerSpec;
+  } catch (error) {
+    throw new ValidationError("invalid_argument", `${flag} ${path}: ${(error as Error).message}`);
+  }
+  const kind = (spec as { kind?: unknown } | null)?.kind;
+  const allowed = flag === "--mix" ? ["mix", "schedule"] : ["curriculum"];
+  if (typeof kind !== "string" || !allowed.includes(kind)) {
+    throw new ValidationError("invalid_argument", `${flag} ${path}: "kind" must be ${allowed.map((k) => `"${k}"`).join(" or ")}, got ${JSON.stringify(kind ?? null)}`);
+  }
+  if (flag === "--mix" && flags.batchGroups !== undefined) throw new ValidationError("invalid_argument", "--batch-groups is for --curriculum (a mix draws its tasks up front)");
+  if (flag === "--curriculum" && flags.trainStep !== undefined) throw new ValidationError("invalid_argument", "--train-step is for --mix schedules (a curriculum follows its outcomes)");
+  return { spec, ...(flags.trainStep !== undefined ? { train_step: flags.trainStep } : {}), ...(flags.batchGroups !== undefined ? { batch_groups: flags.batchGroups } : {}) };
 }
 
 /** Add the rollout commands to the program. */
@@ -213,6 +255,10 @@ export function registerRolloutCommands(program: Command): void {
     .option("--split <split>", "train or eval")
     .option("--task <id>", "an explicit task id (repeatable)", collect)
     .option("--tasks-file <path>", "a file of task ids, one per line")
+    .option("--mix <file>", 'draw the tasks with a mix or schedule over difficulties (JSON: {"kind":"mix","weights":{"easy":1,"hard":3}}; docs/tasks.md)')
+    .option("--train-step <n>", "with a --mix schedule: the training step whose weights apply", integer("--train-step", 0, Number.MAX_SAFE_INTEGER))
+    .option("--curriculum <file>", 'draw the tasks with an adaptive curriculum that keeps each cell\'s pass rate in a band (JSON: {"kind":"curriculum","cells":["easy","medium","hard"]}); runs in waves')
+    .option("--batch-groups <n>", "with --curriculum: groups per wave (the next wave is drawn from this one's outcomes; default 8)", integer("--batch-groups", 1, 1_000_000))
     .option("--seed <s>", "seed of task sampling and episode seeds", integer("--seed", 0, 0x7fffffff), 0)
     .option("--timeout <seconds>", "per-episode wall-clock limit (a worker thread an episode keeps past it is stopped)", number("--timeout"), 600)
     .option("--max-steps <n>", "override the environment's step budget", integer("--max-steps", 1, 100_000))

@@ -2,11 +2,19 @@
  * A rollout run's plan: which tasks, seeds and group indexes it has, as episode jobs with deterministic
  * ids. The plan is a pure function of the run id and its config, so `--resume` rebuilds the same jobs
  * and runs only those whose episodes are not in the store yet.
+ *
+ * With a task sampler (src/tasks/sampler.ts): a mix or a schedule draws the run's tasks up front, from
+ * the sampler's seed. An adaptive curriculum cannot: which tasks come next depends on how the last ones
+ * went. Its run comes in waves of `batch_groups` groups; each wave is drawn after the previous one's
+ * outcomes were fed to the sampler, in plan order. Since those outcomes are in the store, a resume
+ * feeds the same outcomes in the same order and draws the same waves: the sampler's state is rebuilt
+ * from the run, never stored beside it.
  */
 import { ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment } from "../core/registry.js";
 import { Rng } from "../core/rng.js";
+import { TaskSampler, type SamplerSpec } from "../tasks/sampler.js";
 import { parseSplit, sampleTaskIds, type Split } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
 import { episodeIdOf } from "../store/types.js";
@@ -40,6 +48,17 @@ export interface RolloutConfig {
    * outcome alone (see ADVANTAGE_ON).
    */
   advantage_on?: AdvantageOn;
+  /** Draw the tasks with a sampler (`--mix FILE`, `--curriculum FILE`) instead of uniformly over `difficulties`. */
+  sampler?: RolloutSampler;
+}
+
+/** A run's task sampler: its spec (seeded by the run's seed, in the run's split). */
+export interface RolloutSampler {
+  spec: SamplerSpec;
+  /** A mix or schedule: the training step whose weights apply (default 0). */
+  train_step?: number;
+  /** A curriculum: groups per wave (default 8); each wave is drawn after the previous one's outcomes. */
+  batch_groups?: number;
 }
 
 /**
@@ -70,13 +89,97 @@ export function validateConfig(config: RolloutConfig): RolloutConfig {
   if (config.advantage_on !== undefined && !(ADVANTAGE_ON as readonly string[]).includes(config.advantage_on)) {
     throw bad("advantage_on", `must be one of ${ADVANTAGE_ON.join(", ")}, got "${String(config.advantage_on)}"`);
   }
+  if (config.sampler !== undefined) {
+    const { sampler } = config;
+    if (typeof sampler !== "object" || sampler === null || typeof sampler.spec !== "object" || sampler.spec === null) throw bad("sampler", "must be {spec, train_step?, batch_groups?}");
+    if (config.task_ids) throw bad("sampler", "and explicit task ids exclude each other: a sampler draws the tasks");
+    if (config.difficulties.length > 0) throw bad("sampler", "and --difficulty exclude each other: the sampler's spec names the cells it draws from");
+    if (sampler.train_step !== undefined && (!Number.isSafeInteger(sampler.train_step) || sampler.train_step < 0)) throw bad("train_step", `must be an integer >= 0, got ${sampler.train_step}`);
+    if (sampler.batch_groups !== undefined && (!Number.isSafeInteger(sampler.batch_groups) || sampler.batch_groups < 1 || sampler.batch_groups > 1_000_000)) {
+      throw bad("batch_groups", `must be an integer in [1, 1000000], got ${sampler.batch_groups}`);
+    }
+  }
   return config;
+}
+
+/**
+ * A run's episode jobs, wave by wave: `next` gives the first wave, then, once the caller has stored a
+ * wave, the next one (`outcomeOf` reads a stored episode's outcome; null counts as a failure), and null
+ * after the last. A run without a curriculum is one wave.
+ */
+export interface PlanWaves {
+  /** Episodes in the whole run. */
+  total: number;
+  next(outcomeOf: (job: EpisodeJob) => number | null): EpisodeJob[] | null;
+  /** A curriculum's sampler, for its pass rates and weights (null otherwise). */
+  sampler: TaskSampler | null;
+}
+
+/** The run's waves (see PlanWaves). Throws invalid_argument on a bad config, before anything runs. */
+export function planWaves(runId: string, config: RolloutConfig, env: AnyEnvironment): PlanWaves {
+  const groups = Math.ceil(config.n / config.group);
+  const total = groups * config.group;
+  if (config.sampler?.spec.kind !== "curriculum") {
+    let jobs: EpisodeJob[] | null = planJobs(runId, config, env);
+    return {
+      total,
+      sampler: null,
+      next: () => {
+        const wave = jobs;
+        jobs = null;
+        return wave;
+      },
+    };
+  }
+  const sampler = runSampler(config, env);
+  const batch = config.sampler.batch_groups ?? 8;
+  const seen = new Set<string>();
+  let wave: EpisodeJob[] = [];
+  let drawnGroups = 0;
+  return {
+    total,
+    sampler,
+    next(outcomeOf) {
+      if (wave.length > 0) sampler.observe(wave.map((job) => ({ task_id: job.task_id, outcome: outcomeOf(job) ?? 0 })));
+      if (drawnGroups >= groups) return null;
+      const want = Math.min(batch, groups - drawnGroups);
+      const ids = drawUnique(sampler, want, Math.floor(drawnGroups / batch), seen);
+      drawnGroups += want;
+      wave = jobsOf(runId, config, ids);
+      return wave;
+    },
+  };
+}
+
+/** The run's sampler: its spec over the environment's first family, seeded by the run, in its split. */
+function runSampler(config: RolloutConfig, env: AnyEnvironment): TaskSampler {
+  const spec = (config.sampler as RolloutSampler).spec;
+  return new TaskSampler({ spec, family: env.tasks.families[0] as string, split: config.split ?? undefined, seed: config.seed });
+}
+
+/** `n` task ids not drawn before in this run (a task drawn twice would repeat its episode ids). */
+function drawUnique(sampler: TaskSampler, n: number, step: number, seen: Set<string>): string[] {
+  const ids: string[] = [];
+  for (let tries = 0; ids.length < n; tries++) {
+    if (tries > 100 * n + 1000) throw new ValidationError("invalid_argument", `the sampler keeps drawing tasks this run already has (${ids.length} of ${n} new after ${tries} draws)`);
+    const [id] = sampler.next(1, step);
+    if (id !== undefined && !seen.has(id)) {
+      seen.add(id);
+      ids.push(id);
+    }
+  }
+  return ids;
 }
 
 /** The episode jobs of a run, in a stable order (task by task, group index within a task). */
 export function planJobs(runId: string, config: RolloutConfig, env: AnyEnvironment): EpisodeJob[] {
   const groups = Math.ceil(config.n / config.group);
-  const taskIds = selectTasks(config, env, groups);
+  if (config.sampler?.spec.kind === "curriculum") throw new ValidationError("invalid_argument", "a curriculum's tasks depend on its outcomes: plan it with planWaves");
+  return jobsOf(runId, config, selectTasks(config, env, groups));
+}
+
+/** The episode jobs of these tasks, `config.group` per task. */
+function jobsOf(runId: string, config: RolloutConfig, taskIds: readonly string[]): EpisodeJob[] {
   const jobs: EpisodeJob[] = [];
   for (const taskId of taskIds) {
     const seed = episodeSeed(config.seed, taskId);
@@ -103,6 +206,7 @@ export function episodeSeed(configSeed: number, taskId: string): number {
 }
 
 function selectTasks(config: RolloutConfig, env: AnyEnvironment, groups: number): string[] {
+  if (config.sampler) return drawUnique(runSampler(config, env), groups, config.sampler.train_step ?? 0, new Set());
   const family = env.tasks.families[0] as string;
   const valid = env.tasks.difficulties as readonly string[];
   if (config.task_ids) {

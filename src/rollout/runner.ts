@@ -21,7 +21,8 @@ import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type 
 import { groupAdvantages } from "./advantages.js";
 import type { EpisodeJob } from "./episode.js";
 import { runMetrics, type SliceMetrics } from "./metrics.js";
-import { planJobs, validateConfig, type AdvantageOn, type RolloutConfig } from "./plan.js";
+import { planWaves, validateConfig, type AdvantageOn, type PlanWaves, type RolloutConfig } from "./plan.js";
+import type { SamplerState } from "../tasks/sampler.js";
 import { parsePolicySpec, type PolicySource, type PolicySpecOptions } from "./policies/index.js";
 import { sentAction } from "./replay.js";
 import { runJobsInProcess, type JobRunnerOptions } from "./pool.js";
@@ -91,6 +92,8 @@ export interface RolloutResult {
   metrics: SliceMetrics[];
   /** Every episode of the run in the store at the end (what the metrics were computed from). */
   records: EpisodeRecord[];
+  /** A curriculum run: its sampler after the last wave (pass rates per cell, weights); null otherwise. */
+  sampler: SamplerState | null;
 }
 
 /** A new run id: sortable by time, unique by a random suffix. */
@@ -126,17 +129,19 @@ export async function rollout(options: RolloutOptions): Promise<RolloutResult> {
   // Parsed before anything is stored, so a bad spec leaves no run behind.
   const source = parsePolicySpec(config.policy, { openai: options.policyOptions });
   const planner = entry.create(config.env_options);
-  let jobs: EpisodeJob[];
+  let waves: PlanWaves;
+  let first: EpisodeJob[];
   let run: RunRecord;
   try {
-    jobs = planJobs(runId, config, planner);
-    run = resumed ? await store.claimRun(runId) : await createRun(store, entry, runId, config, planner, jobs[0] as EpisodeJob);
+    waves = planWaves(runId, config, planner);
+    first = waves.next(() => null) as EpisodeJob[];
+    run = resumed ? await store.claimRun(runId) : await createRun(store, entry, runId, config, planner, first[0] as EpisodeJob);
   } finally {
     await planner.close();
   }
   const heartbeat = startHeartbeat(store, () => [run.run_id]);
   try {
-    return await execute(options, { run, entry, config, jobs, source, concurrency });
+    return await execute(options, { run, entry, config, waves, first, source, concurrency });
   } catch (error) {
     // Stopped before every episode was stored: a resume finishes it. A second store failure must not hide the first.
     await store.finishRun(run.run_id, "interrupted").catch(() => undefined);
@@ -151,26 +156,23 @@ interface PlannedRun {
   run: RunRecord;
   entry: EnvironmentEntry;
   config: RolloutConfig;
-  jobs: EpisodeJob[];
+  waves: PlanWaves;
+  /** The first wave (drawn when the run was planned). */
+  first: EpisodeJob[];
   source: PolicySource;
   concurrency: number;
 }
 
-/** Run the jobs of a stored run that are not in the store yet, then finish the run and measure it. */
-async function execute(options: RolloutOptions, { run, entry, config, jobs, source, concurrency }: PlannedRun): Promise<RolloutResult> {
+/**
+ * Run the jobs of a stored run that are not in the store yet, wave by wave (a curriculum's next wave is
+ * drawn once the last one is stored), then finish the run and measure it.
+ */
+async function execute(options: RolloutOptions, { run, entry, config, waves, first, source, concurrency }: PlannedRun): Promise<RolloutResult> {
   const { store, registry } = options;
 
   const stored = new Map<string, EpisodeRecord>();
   for (const e of await store.episodes({ run_id: run.run_id })) stored.set(e.episode_id, e);
-  const todo = jobs.filter((j) => !stored.has(j.episode_id));
-  if (source.replayRun) await attachReplayActions(store, source.replayRun, todo);
-
   const groups = new Map<string, EpisodeJob[]>();
-  for (const job of jobs) {
-    const members = groups.get(job.group_id);
-    if (members) members.push(job);
-    else groups.set(job.group_id, [job]);
-  }
   const writer = new EpisodeWriter(store, groups, stored, config.advantage_on ?? "reward");
 
   const started = process.hrtime.bigint();
@@ -189,19 +191,30 @@ async function execute(options: RolloutOptions, { run, entry, config, jobs, sour
       outcomes++;
     }
     const written = writer.add(result);
-    options.onProgress?.({ done: before + ran, total: jobs.length, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
+    options.onProgress?.({ done: before + ran, total: waves.total, errors, meanOutcome: outcomes ? outcomeSum / outcomes : null });
     return written;
   };
-  options.onProgress?.({ done: before, total: jobs.length, errors: 0, meanOutcome: null });
+  options.onProgress?.({ done: before, total: waves.total, errors: 0, meanOutcome: null });
   const runnerOptions = { config, concurrency, registry, source, policyOptions: options.policyOptions, onResult };
   if (options.executor && !loadableByWorkers(entry)) {
     throw new ValidationError("invalid_argument", `environment ${entry.id} is registered only in code, so other processes cannot load it; put it in a module file (--module) to run it on queue workers`);
   }
   const pool = options.executor || !loadableByWorkers(entry) ? null : (options.pool ?? new WorkerPool(options.workers ?? 1, { heapMb: options.workerMemoryMb }));
   try {
-    // An executor also runs with nothing to do: a queue collects results finished while no enqueuer was alive.
-    if (options.executor) await options.executor.run(todo, { ...runnerOptions, storedIds: [...stored.keys()] });
-    else if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
+    for (let wave: EpisodeJob[] | null = first; wave !== null; wave = waves.next((job) => stored.get(job.episode_id)?.outcome ?? null)) {
+      for (const job of wave) {
+        const members = groups.get(job.group_id);
+        if (members) members.push(job);
+        else groups.set(job.group_id, [job]);
+      }
+      const todo = wave.filter((j) => !stored.has(j.episode_id));
+      if (source.replayRun) await attachReplayActions(store, source.replayRun, todo);
+      // An executor also runs with nothing to do: a queue collects results finished while no enqueuer was alive.
+      if (options.executor) await options.executor.run(todo, { ...runnerOptions, storedIds: [...stored.keys()] });
+      else if (todo.length > 0) await (pool ? pool.run(todo, runnerOptions) : runJobsInProcess(todo, runnerOptions));
+      // The next wave is drawn from these outcomes: every one must be stored first.
+      await writer.flush();
+    }
   } finally {
     if (pool && pool !== options.pool) await pool.close();
     // Whatever finished is stored, also when the run stops on an error: a resume will not redo it.
@@ -222,6 +235,7 @@ async function execute(options: RolloutOptions, { run, entry, config, jobs, sour
     steps_per_s: steps / Math.max(seconds, 1e-9),
     metrics: runMetrics(all, config.group),
     records: all,
+    sampler: waves.sampler?.state() ?? null,
   };
 }
 
