@@ -6,7 +6,8 @@
 import { Command, CommanderError } from "commander";
 import { LlmixError, ValidationError } from "../core/errors.js";
 import { fingerprint } from "../core/json.js";
-import { generateTask } from "../tasks/generator.js";
+import { generateTask, type TaskGenerator } from "../tasks/generator.js";
+import { scenarioStats } from "../tasks/features.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
 import { runChecks, type CheckReport } from "../qa/checks.js";
 import { formatCheckReport } from "../qa/report.js";
@@ -63,9 +64,19 @@ export function buildProgram(): Command {
     .option("-n <n>", "how many ids", integer("-n", 0, 1_000_000), 10)
     .option("--seed <seed>", "sampling seed", integer("--seed", 0, 0xffffffff), 0)
     .option("--json", "print JSON with content fingerprints")
+    .option("--stats", "count the distinct scenarios (declared task features) per difficulty and split, instead of listing ids")
+    .option("--samples <n>", "with --stats: task ids generated per difficulty and split", integer("--samples", 1, 1_000_000), 1000)
     .addOption(moduleOption())
-    .action(async (envId: string, opts: { difficulty?: string; split: string; n: number; seed: number; json?: boolean; module?: string[] }) => {
+    .action(async (envId: string, opts: { difficulty?: string; split: string; n: number; seed: number; json?: boolean; stats?: boolean; samples: number; module?: string[] }) => {
       const env = (await registryWith(opts.module)).get(envId).create();
+      if (opts.stats) {
+        try {
+          printScenarioStats(envId, env.tasks, opts.samples, opts.seed, opts.json === true);
+        } finally {
+          await env.close();
+        }
+        return;
+      }
       const difficulties = env.tasks.difficulties;
       if (opts.difficulty !== undefined && !difficulties.includes(opts.difficulty)) {
         throw new ValidationError("invalid_argument", `unknown difficulty "${opts.difficulty}" for ${envId}; valid: ${difficulties.join(", ")}`);
@@ -210,4 +221,16 @@ function commanderMessage(error: CommanderError, program: Command, argv: string[
     return `${message}; valid commands: ${program.commands.map((c) => c.name()).join(", ")}`;
   }
   return message;
+}
+
+/** `llmix tasks ENV --stats`: distinct scenarios per difficulty and split, and each feature's values. */
+function printScenarioStats(envId: string, tasks: TaskGenerator<unknown>, samples: number, seed: number, json: boolean): void {
+  const stats = scenarioStats(tasks, { samples, seed });
+  if (json) return print(JSON.stringify({ env: envId, features: tasks.features?.declared ?? [], stats }, null, 2));
+  print(`${envId}: distinct scenarios among ${samples} task ids per difficulty and split (a scenario is a combination of the declared features)`);
+  print(renderTable(["difficulty", "train", "eval", "in both"], stats.map((s) => [s.difficulty, String(s.train), String(s.eval), String(s.shared)])));
+  for (const feature of tasks.features?.declared ?? []) {
+    const shares = stats.map((s) => `${s.difficulty}: ${Object.entries(s.values[feature.name] ?? {}).sort((a, b) => b[1] - a[1]).map(([v, p]) => `${v} ${Math.round(p * 100)}%`).join(", ")}`);
+    print(`${feature.name} (${feature.kind}: ${feature.description})\n  ${shares.join("\n  ")}`);
+  }
 }

@@ -2,8 +2,8 @@
  * The rollout commands of `llmix`: `rollout`, `runs`, `episodes`, `show`, `export`, `replay` and
  * `reverify`. They share `--store PATH` (default ./llmix-data/llmix.db).
  */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { Option, type Command } from "commander";
 import { NotFoundError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
@@ -11,6 +11,7 @@ import { parseSplit } from "../tasks/splits.js";
 import type { SliceMetrics } from "../rollout/metrics.js";
 import { ADVANTAGE_ON, type AdvantageOn, type RolloutConfig, type RolloutSampler } from "../rollout/plan.js";
 import { restoreSampler, type SamplerSpec } from "../tasks/sampler.js";
+import { mineHardNegatives, parseTaskSet, type TaskSet } from "../tasks/mine.js";
 import type { OpenAIPolicyConfig } from "../rollout/policies/openai.js";
 import { formatReplayReport, replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { rollout, type RolloutResult } from "../rollout/runner.js";
@@ -139,12 +140,24 @@ function groupsOf(episodes: readonly EpisodeRecord[]) {
   });
 }
 
-function readTaskFile(path: string): string[] {
+/** Task ids of a file: one per line (# comments), or a task set that `llmix mine` wrote (JSON, of `env`). */
+function readTaskFile(path: string, env: string | undefined): string[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
     throw new ValidationError("invalid_argument", `--tasks-file ${path}: ${(error as Error).message}`);
+  }
+  if (text.trimStart().startsWith("{")) {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new ValidationError("invalid_argument", `--tasks-file ${path}: not valid JSON (${(error as Error).message})`);
+    }
+    const set = parseTaskSet(json, `--tasks-file ${path}`);
+    if (env !== undefined && set.env !== env) throw new ValidationError("invalid_argument", `--tasks-file ${path}: the task set is of ${set.env}, not ${env}`);
+    return set.task_ids;
   }
   return text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
 }
@@ -189,7 +202,7 @@ function configOf(flags: RolloutFlags): RolloutConfig {
   if (missing.length > 0) {
     throw new ValidationError("invalid_argument", `rollout needs ${missing.map((k) => (k === "n" ? "-n" : `--${k}`)).join(", ")} (or --resume RUN)`);
   }
-  const taskIds = [...(flags.task ?? []), ...(flags.tasksFile ? readTaskFile(flags.tasksFile) : [])];
+  const taskIds = [...(flags.task ?? []), ...(flags.tasksFile ? readTaskFile(flags.tasksFile, flags.env) : [])];
   const sampler = samplerOf(flags);
   const envOptions: Record<string, JsonValue> = {};
   if (flags.maxSteps !== undefined) envOptions.maxSteps = flags.maxSteps;
@@ -318,6 +331,49 @@ export function registerRolloutCommands(program: Command): void {
           if (result.records.every((r) => r.status === "error")) process.exitCode = 1;
         }
       }, { create: true });
+    });
+
+  program
+    .command("mine")
+    .description("mine hard negatives: new training tasks of the scenarios a run's episodes failed (a task set file for --tasks-file)")
+    .requiredOption("--run <id>", "the run whose failures to mine")
+    .option("-n <n>", "tasks to mine", integer("-n", 1, 100_000), 64)
+    .option("--name <name>", "the set's name (default hard-negatives-RUN)")
+    .option("--out <file>", "where to write the set (default task-sets/NAME.json beside a SQLite store, else ./llmix-data/task-sets/)")
+    .option("--seed <s>", "seed of the draw", integer("--seed", 0, 0x7fffffff), 0)
+    .addOption(storeOption())
+    .option("--json", "print the set as JSON")
+    .addOption(moduleOption())
+    .action(async (opts: { run: string; n: number; name?: string; out?: string; seed: number; store: string; json?: boolean; module?: string[] }) => {
+      await withStore(opts.store, async (store) => {
+        const run = await requireRun(store, opts.run);
+        const registry = await registryWith([...(opts.module ?? []), ...(await modulesOf(store, run.run_id))]);
+        const env = registry.get(run.env).create();
+        let mined;
+        try {
+          mined = mineHardNegatives(env.tasks, await store.episodes({ run_id: run.run_id }), { n: opts.n, seed: opts.seed });
+        } finally {
+          await env.close();
+        }
+        const name = opts.name ?? `hard-negatives-${run.run_id}`;
+        const set: TaskSet = {
+          kind: "llmix-task-set", version: 1, name, env: run.env, created_at: new Date().toISOString(),
+          source: { run_id: run.run_id, policy: run.policy, episodes: await store.countEpisodes({ run_id: run.run_id }), failures: mined.failures, seed: opts.seed, scenarios: mined.scenarios },
+          task_ids: mined.task_ids,
+        };
+        if (set.task_ids.length === 0) throw new ValidationError("invalid_argument", `run ${run.run_id} has no failed episode to mine (${set.source.episodes} episodes)`);
+        const out = opts.out ?? join(opts.store.startsWith("postgres") ? "./llmix-data" : dirname(opts.store), "task-sets", `${name.replace(/[^\w.-]/g, "_")}.json`);
+        mkdirSync(dirname(out), { recursive: true });
+        writeFileSync(out, `${JSON.stringify(set, null, 2)}\n`);
+        if (opts.json) return print(JSON.stringify(set, null, 2));
+        const rate = set.source.episodes > 0 ? ` (failure rate ${(set.source.failures / set.source.episodes).toFixed(2)})` : "";
+        print(`mined ${set.task_ids.length} new tasks of ${mined.scenarios.length} failing scenarios from ${set.source.failures} failures in ${set.source.episodes} episodes of ${run.run_id}${rate} -> ${out}`);
+        print(renderTable(
+          ["difficulty", "scenario", "failed", "mined"],
+          mined.scenarios.map((sc) => [sc.difficulty, Object.entries(sc.features).map(([k, v]) => `${k}=${v}`).join(" "), `${sc.failures}/${sc.episodes}`, String(sc.mined)]),
+        ));
+        print(`run them: llmix rollout --env ${run.env} --policy ... --tasks-file ${out} -n ${set.task_ids.length}`);
+      });
     });
 
   program

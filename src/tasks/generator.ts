@@ -6,6 +6,7 @@
 import type { JsonValue } from "../core/json.js";
 import { fingerprint } from "../core/json.js";
 import { Rng } from "../core/rng.js";
+import type { TaskFeatureSet } from "./features.js";
 import { parseTaskId, type TaskId } from "./task-id.js";
 
 /** Turns task ids into tasks. `Task` must be JSON-serializable. */
@@ -16,6 +17,8 @@ export interface TaskGenerator<Task> {
   readonly difficulties: readonly string[];
   /** Build the task for an id. `rng` is derived from the id alone. */
   generate(id: TaskId, rng: Rng): Task;
+  /** The features that make a task's scenario (features.ts): declared, and computed from a task. */
+  features?: TaskFeatureSet<Task>;
 }
 
 /** Parse `raw` against the generator's rules and generate the task, with its id-derived stream. */

@@ -179,7 +179,7 @@ describe("llmix rollout", () => {
   it("answers unknown env, policy, format, run and episode with one line naming the choices and exit code 2", () => {
     const cases: Array<[string[], RegExp]> = [
       [["rollout", "--env", "nope", "--policy", "oracle", "-n", "1"], /unknown_env: .*valid: billing-dispute/],
-      [["rollout", "--env", "billing-dispute", "--policy", "genius", "-n", "1"], /unknown_policy: .*valid: oracle, noisy-oracle:P, random, replay:RUN, openai/],
+      [["rollout", "--env", "billing-dispute", "--policy", "genius", "-n", "1"], /unknown_policy: .*valid: oracle, noisy-oracle:P\[,FEATURE=VALUE@Q...\], random, replay:RUN, openai/],
       [["rollout", "--env", "billing-dispute", "--policy", "noisy-oracle:2", "-n", "1"], /invalid_argument: .*probability/],
       [["export", "--run", "run-main", "--format", "csv", "--out", join(dir, "x")], /unknown_format: .*valid: jsonl, trl-sft, trl-grpo, verl/],
       [["episodes", "--run", "run-nope"], /unknown_run/],

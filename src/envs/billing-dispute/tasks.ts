@@ -6,6 +6,7 @@
 import { DEFAULT_EPOCH_MS } from "../../core/clock.js";
 import { ValidationError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
+import type { TaskFeatureSet } from "../../tasks/features.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
 import { parseTaskId, type TaskId } from "../../tasks/task-id.js";
 import { formatUsd, remedyFor, RULES, type RemedyKind, type Tier } from "./policy.js";
@@ -159,8 +160,20 @@ export function billingTasks(options: ScenarioOptions = {}): TaskGenerator<Task>
   if (options.family && options.variant && !variantsFor(options.family).includes(options.variant)) {
     throw new ValidationError("invalid_config", `variant "${options.variant}" does not apply to family "${options.family}"; valid: ${variantsFor(options.family).join(", ")}`);
   }
-  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => freezeAll(buildTask(id, rng, options)) };
+  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => freezeAll(buildTask(id, rng, options)), features: BILLING_FEATURES };
 }
+
+/** What makes a billing-dispute scenario (src/tasks/features.ts); names, amounts and dates are surface. */
+export const BILLING_FEATURES: TaskFeatureSet<Task> = {
+  declared: [
+    { name: "family", kind: "scenario", description: "what went wrong with the charge (duplicate-charge, above-cap, ...)" },
+    { name: "variant", kind: "knob", description: "the adversarial condition: social-engineering, injection, conflicting-records, gateway-failure, or none" },
+    { name: "injection", kind: "knob", description: "where an injected instruction sits: note, charge, or none" },
+    { name: "tier", kind: "parameter", description: "the agent's refund authority tier (1-3): how much it may refund itself" },
+    { name: "remedy", kind: "parameter", description: "what the policy prescribes: refund, credit, escalate, deny, ..." },
+  ],
+  of: (task) => ({ family: task.family, variant: task.variant, injection: task.injection?.location ?? "none", tier: task.agent.tier, remedy: task.expected.kind }),
+};
 
 /**
  * Freeze a task and everything in it. Environments deep-freeze every generated task (episodes share

@@ -13,6 +13,7 @@
  */
 import { ValidationError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
+import type { TaskFeatureSet } from "../../tasks/features.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
 import { splitOf, type Split } from "../../tasks/splits.js";
 import { parseTaskId, type TaskId } from "../../tasks/task-id.js";
@@ -146,8 +147,21 @@ export function codeRepairTasks(options: ScenarioOptions = {}): TaskGenerator<Ta
   if (options.variant !== undefined && !VARIANTS.includes(options.variant)) {
     throw new ValidationError("invalid_config", `unknown variant "${options.variant}"; valid: ${VARIANTS.join(", ")}`);
   }
-  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => buildTask(id, rng, options) };
+  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => buildTask(id, rng, options), features: REPAIR_FEATURES };
 }
+
+/** What makes a code-repair scenario (src/tasks/features.ts); the project's names and inputs are surface. */
+export const REPAIR_FEATURES: TaskFeatureSet<Task> = {
+  declared: [
+    { name: "bugs", kind: "scenario", description: "the kinds of the injected bugs, sorted (off-by-one, wrong-comparator, ...)" },
+    { name: "variant", kind: "knob", description: "the adversarial condition: decoy, injection, or none" },
+    { name: "injection", kind: "knob", description: "where an instruction to tamper with the tests sits: comment, test-name, or none" },
+    { name: "modules", kind: "parameter", description: "modules the bugs are spread over" },
+  ],
+  of: (task) => ({
+    bugs: task.bugs.map((b) => b.kind).sort().join("+"), variant: task.variant, injection: task.injection?.where ?? "none", modules: new Set(task.bugs.map((b) => b.file)).size,
+  }),
+};
 
 interface Call {
   args: unknown[];

@@ -11,6 +11,7 @@
 import { DEFAULT_EPOCH_MS } from "../../core/clock.js";
 import { ValidationError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
+import type { TaskFeatureSet } from "../../tasks/features.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
 import { parseTaskId, type TaskId } from "../../tasks/task-id.js";
 import { parseIPv4 } from "./net.js";
@@ -160,8 +161,23 @@ export function incidentTasks(options: ScenarioOptions = {}): TaskGenerator<Task
   if (options.variant !== undefined && !VARIANTS.includes(options.variant)) {
     throw new ValidationError("invalid_config", `unknown variant "${options.variant}"; valid: ${VARIANTS.join(", ")}`);
   }
-  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => buildTask(id, rng, options) };
+  return { families: [ENV_ID], difficulties: DIFFICULTIES, generate: (id, rng) => buildTask(id, rng, options), features: INCIDENT_FEATURES };
 }
+
+/** What makes an incident-response scenario (src/tasks/features.ts); addresses, names and times are surface. */
+export const INCIDENT_FEATURES: TaskFeatureSet<Task> = {
+  declared: [
+    { name: "family", kind: "scenario", description: "the attack: ssh-brute-force, credential-stuffing or exfiltration" },
+    { name: "variant", kind: "knob", description: "the adversarial condition: decoy, injection, or none" },
+    { name: "decoys", kind: "knob", description: "loud benign look-alike addresses in the logs (count)" },
+    { name: "blocks", kind: "parameter", description: "attacker addresses to block" },
+    { name: "accounts", kind: "parameter", description: "compromised accounts to disable" },
+    { name: "hosts", kind: "parameter", description: "hosts to isolate" },
+  ],
+  of: (task) => ({
+    family: task.family, variant: task.variant, decoys: task.decoys.length, blocks: task.expected.blocks.length, accounts: task.expected.accounts.length, hosts: task.expected.hosts.length,
+  }),
+};
 
 // ---- time formats --------------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
  * - `oracle`: the environment's reference solver;
  * - `noisy-oracle:P`: the reference solver, but at each step with seeded probability P a random
  *   tool call or message instead (the oracle's own next action is kept for later) — mixed rewards
- *   within a group, which GRPO needs;
+ *   within a group, which GRPO needs. `noisy-oracle:P,FEATURE=VALUE@Q,...` uses Q instead on tasks
+ *   whose declared feature (src/tasks/features.ts) has that value: a policy whose failures depend on
+ *   the scenario, as a learning policy's do (curricula and mining are measured against it);
  * - `random`: random tool calls sampled from the tool schemas (schema-valid; see random.ts), and messages;
  * - `replay:RUN`: the actions of the same task and group index stored in run RUN;
  * - `openai`: an OpenAI-compatible chat-completions server (configured by flags or environment).
@@ -15,10 +17,11 @@ import type { Policy, PolicyTurn } from "../../core/policy.js";
 import type { AnyEnvironment } from "../../core/registry.js";
 import { Rng } from "../../core/rng.js";
 import { openaiConfigFromEnv, openaiPolicy, type OpenAIPolicyConfig } from "./openai.js";
+import { featuresOf } from "../../tasks/features.js";
 import { randomPolicy } from "./random.js";
 
 /** The valid `--policy` forms, for error messages and help. */
-export const POLICY_SPECS = ["oracle", "noisy-oracle:P", "random", "replay:RUN", "openai"] as const;
+export const POLICY_SPECS = ["oracle", "noisy-oracle:P[,FEATURE=VALUE@Q...]", "random", "replay:RUN", "openai"] as const;
 
 /** What a policy source knows about the episode it makes a policy for (the env is already reset). */
 export interface PolicyContext {
@@ -57,9 +60,19 @@ export function parsePolicySpec(spec: string, options: PolicySpecOptions = {}): 
       if (arg !== undefined) throw bad("oracle takes no argument");
       return { spec, create: ({ env }) => env.referenceSolver() };
     case "noisy-oracle": {
-      const p = Number(arg);
-      if (arg === undefined || arg.trim() === "" || !Number.isFinite(p) || p < 0 || p > 1) throw bad("P must be a probability in [0, 1], e.g. noisy-oracle:0.3");
-      return { spec, create: (ctx) => noisyOracle(ctx, p) };
+      const [base, ...overrides] = (arg ?? "").split(",");
+      const probability = (text: string | undefined) => {
+        const p = Number(text);
+        if (text === undefined || text.trim() === "" || !Number.isFinite(p) || p < 0 || p > 1) throw bad("P must be a probability in [0, 1], e.g. noisy-oracle:0.3 or noisy-oracle:0.05,variant=injection@0.6");
+        return p;
+      };
+      const p = probability(base);
+      const rules = overrides.map((rule) => {
+        const match = /^([A-Za-z_][\w-]*)=([^@]+)@(.+)$/.exec(rule.trim());
+        if (!match) throw bad(`"${rule}" must be FEATURE=VALUE@Q, e.g. variant=injection@0.6`);
+        return { feature: match[1] as string, value: match[2] as string, p: probability(match[3]) };
+      });
+      return { spec, create: (ctx) => noisyOracle(ctx, rules.length === 0 ? p : noiseFor(ctx, p, rules)) };
     }
     case "random":
       if (arg !== undefined) throw bad("random takes no argument");
@@ -83,6 +96,18 @@ export function parsePolicySpec(spec: string, options: PolicySpecOptions = {}): 
     default:
       throw new NotFoundError("unknown_policy", `unknown policy "${spec}"; valid: ${POLICY_SPECS.join(", ")}`, { valid: [...POLICY_SPECS] });
   }
+}
+
+/** The noise of this episode's task: the first rule whose feature value the task has, else `p`. */
+function noiseFor(ctx: PolicyContext, p: number, rules: ReadonlyArray<{ feature: string; value: string; p: number }>): number {
+  const features = featuresOf(ctx.env.tasks, ctx.taskId);
+  for (const rule of rules) {
+    if (!(rule.feature in features)) {
+      throw new ValidationError("invalid_argument", `noisy-oracle: ${ctx.env.info.id} has no task feature "${rule.feature}"; its features: ${Object.keys(features).join(", ")}`);
+    }
+    if (String(features[rule.feature]) === rule.value) return rule.p;
+  }
+  return p;
 }
 
 /** The reference solver with seeded noise: with probability p a random action replaces the oracle's turn. */
