@@ -233,20 +233,36 @@ function samplerOf(flags: RolloutFlags): RolloutSampler | undefined {
     return undefined;
   }
   const flag = flags.mix !== undefined ? "--mix" : "--curriculum";
-  let spec: SamplerSpec;
+  let file: SamplerSpec & { sets?: unknown };
   try {
-    spec = JSON.parse(readFileSync(path, "utf8")) as SamplerSpec;
+    file = JSON.parse(readFileSync(path, "utf8")) as SamplerSpec & { sets?: unknown };
   } catch (error) {
     throw new ValidationError("invalid_argument", `${flag} ${path}: ${(error as Error).message}`);
   }
-  const kind = (spec as { kind?: unknown } | null)?.kind;
+  if (!file || typeof file !== "object" || Array.isArray(file)) throw new ValidationError("invalid_argument", `${flag} ${path}: must be a JSON object {"kind": ...}`);
+  // "sets": {"NAME": "FILE"} names task set files (llmix mine) the weights may use as "set:NAME"; paths are relative to the spec file.
+  const { sets: setFiles, ...spec } = file;
+  let sets: Record<string, string[]> | undefined;
+  if (setFiles !== undefined) {
+    if (!setFiles || typeof setFiles !== "object" || Array.isArray(setFiles)) throw new ValidationError("invalid_argument", `${flag} ${path}: "sets" must be {"NAME": "task-set.json", ...}`);
+    sets = Object.fromEntries(Object.entries(setFiles as Record<string, unknown>).map(([name, file]) => {
+      if (typeof file !== "string") throw new ValidationError("invalid_argument", `${flag} ${path}: sets.${name} must be the path of a task set file`);
+      return [name, readTaskFile(resolve(dirname(path), file), flags.env)];
+    }));
+  }
+  const kind = (file as { kind?: unknown } | null)?.kind;
   const allowed = flag === "--mix" ? ["mix", "schedule"] : ["curriculum"];
   if (typeof kind !== "string" || !allowed.includes(kind)) {
     throw new ValidationError("invalid_argument", `${flag} ${path}: "kind" must be ${allowed.map((k) => `"${k}"`).join(" or ")}, got ${JSON.stringify(kind ?? null)}`);
   }
   if (flag === "--mix" && flags.batchGroups !== undefined) throw new ValidationError("invalid_argument", "--batch-groups is for --curriculum (a mix draws its tasks up front)");
   if (flag === "--curriculum" && flags.trainStep !== undefined) throw new ValidationError("invalid_argument", "--train-step is for --mix schedules (a curriculum follows its outcomes)");
-  return { spec, ...(flags.trainStep !== undefined ? { train_step: flags.trainStep } : {}), ...(flags.batchGroups !== undefined ? { batch_groups: flags.batchGroups } : {}) };
+  return {
+    spec: spec as SamplerSpec,
+    ...(flags.trainStep !== undefined ? { train_step: flags.trainStep } : {}),
+    ...(flags.batchGroups !== undefined ? { batch_groups: flags.batchGroups } : {}),
+    ...(sets ? { sets } : {}),
+  };
 }
 
 /** Add the rollout commands to the program. */

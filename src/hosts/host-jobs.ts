@@ -9,6 +9,7 @@ import { ValidationError } from "../core/errors.js";
 import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
 import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
+import { featuresOf } from "../tasks/features.js";
 import { restoreSampler, TaskSampler, type SamplerConfig, type SamplerSpec, type SamplerState } from "../tasks/sampler.js";
 import type { HostJob, SampleTasksRequest } from "./protocol.js";
 
@@ -93,11 +94,13 @@ async function sampleTasks(registry: EnvironmentRegistry, id: string, request: S
   try {
     const { families, difficulties } = env.tasks;
     let sampler: TaskSampler;
+    // Knobs weigh tasks by the environment's declared features.
+    const runtime = { features: (taskId: string) => featuresOf(env.tasks, taskId) };
     if (request.state !== undefined) {
-      sampler = restoreSampler(request.state as SamplerState);
+      sampler = restoreSampler(request.state as SamplerState, runtime);
     } else {
       const config: SamplerConfig = { spec: request.spec as SamplerSpec, family: families[0] as string, split: request.split ?? "train", seed: request.seed ?? 0 };
-      sampler = new TaskSampler(config);
+      sampler = new TaskSampler(config, undefined, runtime);
     }
     for (const cell of sampler.cellKeys) {
       const [family, difficulty] = cell.split("/") as [string, string];

@@ -14,6 +14,7 @@ import { ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment } from "../core/registry.js";
 import { Rng } from "../core/rng.js";
+import { featuresOf } from "../tasks/features.js";
 import { TaskSampler, type SamplerSpec } from "../tasks/sampler.js";
 import { parseSplit, sampleTaskIds, type Split } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
@@ -59,6 +60,8 @@ export interface RolloutSampler {
   train_step?: number;
   /** A curriculum: groups per wave (default 8); each wave is drawn after the previous one's outcomes. */
   batch_groups?: number;
+  /** Named task sets the spec weighs as cells "set:NAME" (their ids, kept in the run so a resume draws the same). */
+  sets?: Record<string, string[]>;
 }
 
 /**
@@ -153,8 +156,10 @@ export function planWaves(runId: string, config: RolloutConfig, env: AnyEnvironm
 
 /** The run's sampler: its spec over the environment's first family, seeded by the run, in its split. */
 function runSampler(config: RolloutConfig, env: AnyEnvironment): TaskSampler {
-  const spec = (config.sampler as RolloutSampler).spec;
-  return new TaskSampler({ spec, family: env.tasks.families[0] as string, split: config.split ?? undefined, seed: config.seed });
+  const { spec, sets } = config.sampler as RolloutSampler;
+  return new TaskSampler({ spec, family: env.tasks.families[0] as string, split: config.split ?? undefined, seed: config.seed, ...(sets ? { sets } : {}) }, undefined, {
+    features: (id) => featuresOf(env.tasks, id),
+  });
 }
 
 /** `n` task ids not drawn before in this run (a task drawn twice would repeat its episode ids). */

@@ -181,3 +181,43 @@ describe("TaskSampler: bad specs", () => {
     expect(() => restoreSampler({ ...good, config: { ...good.config, spec: { kind: "mix", weights: { easy: -2 } } } })).toThrow(/weights\.easy must be a finite number/);
   });
 });
+
+describe("TaskSampler: knobs and named sets", () => {
+  // A toy feature: odd ids carry the knob.
+  const features = (id: string) => ({ variant: Number(id.split("seed-")[1]) % 2 === 1 ? "injection" : "none" });
+  const share = (ids: string[]) => ids.filter((id) => features(id).variant === "injection").length / ids.length;
+
+  it("weighs tasks within a cell by their knobs, deterministically, and 0 excludes them", () => {
+    const spec = { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 4 } } as const;
+    const ids = new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }).next(2000);
+    expect(share(new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 } }, family: "toy", seed: 2 }).next(2000))).toBeCloseTo(0.5, 1);
+    expect(share(ids)).toBeCloseTo(0.8, 1);
+    expect(new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }).next(2000)).toEqual(ids);
+    const never = new TaskSampler({ spec: { ...spec, knobs: { "variant=injection": 0 } }, family: "toy" }, undefined, { features }).next(200);
+    expect(share(never)).toBe(0);
+    // A restored sampler with the same runtime continues identically.
+    const a = new TaskSampler({ spec, family: "toy", seed: 3 }, undefined, { features });
+    a.next(10);
+    const b = restoreSampler(JSON.parse(JSON.stringify(a.state())), { features });
+    expect(b.next(50)).toEqual(a.next(50));
+  });
+
+  it("refuses knobs without features, a malformed knob, or a knob naming no feature", () => {
+    expect(() => new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 2 } }, family: "toy" })).toThrow(/knobs need the environment's task features/);
+    expect(() => new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { variant: 2 } }, family: "toy" }, undefined, { features })).toThrow(/FEATURE=VALUE/);
+    expect(() => new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=x": -1 } }, family: "toy" }, undefined, { features })).toThrow(/knobs.variant=x/);
+    const sampler = new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { "colour=blue": 2 } }, family: "toy" }, undefined, { features });
+    expect(() => sampler.next(1)).toThrow(/"colour" is not a feature/);
+  });
+
+  it("draws a named set's ids for its cell, and refuses a set it was not given or ids of another family", () => {
+    const sets = { negatives: ["toy/hard/seed-7", "toy/hard/seed-9"] };
+    const sampler = new TaskSampler({ spec: { kind: "mix", weights: { easy: 1, "set:negatives": 1 } }, family: "toy", seed: 1, sets });
+    const ids = sampler.next(400);
+    const fromSet = ids.filter((id) => sets.negatives.includes(id)).length;
+    expect(fromSet / ids.length).toBeCloseTo(0.5, 1);
+    expect(ids.filter((id) => !sets.negatives.includes(id)).every((id) => id.startsWith("toy/easy/"))).toBe(true);
+    expect(() => new TaskSampler({ spec: { kind: "mix", weights: { "set:other": 1 } }, family: "toy", sets })).toThrow(/names no task set/);
+    expect(() => new TaskSampler({ spec: { kind: "mix", weights: { "set:x": 1 } }, family: "toy", sets: { x: ["other/hard/seed-1"] } })).toThrow(/not a task id of toy/);
+  });
+});

@@ -12,6 +12,7 @@
  * band. This is the idea of prioritized level replay (Jiang et al., 2021) and of learning-progress
  * curricula (Portelas et al., 2020), reduced to a rule a reader can check: the band is the signal.
  */
+import type { TaskFeatures } from "./features.js";
 import { ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import { Rng, type RngState } from "../core/rng.js";
@@ -30,8 +31,15 @@ export interface ScheduleStage {
   weights: Weights;
 }
 
-/** What a sampler draws from, and how it weighs cells. */
-export type SamplerSpec =
+/**
+ * Multipliers of adversarial knobs (or any declared task feature), "FEATURE=VALUE" -> weight: within a
+ * cell, a task whose features match is drawn that many times as often (0: never). Needs the
+ * environment's features (src/tasks/features.ts).
+ */
+export type Knobs = Readonly<Record<string, number>>;
+
+/** What a sampler draws from, and how it weighs cells (`knobs` weigh tasks within a cell). */
+export type SamplerSpec = (
   | { kind: "mix"; weights: Weights }
   | { kind: "schedule"; stages: readonly ScheduleStage[]; ramp?: "linear" | "step" }
   | {
@@ -48,7 +56,8 @@ export type SamplerSpec =
       explore?: number;
       /** Weight of a cell outside the band, relative to 1 inside (default 0.05). */
       outside_weight?: number;
-    };
+    }
+) & { knobs?: Knobs };
 
 /** A sampler's whole configuration: its spec, the environment's default family, split and seed. */
 export interface SamplerConfig {
@@ -58,6 +67,14 @@ export interface SamplerConfig {
   /** Only ids of this split are drawn (default train). */
   split?: Split;
   seed?: number;
+  /** Named task sets a mix or schedule may weigh as cells "set:NAME" (ids of the sampler's family; drawn uniformly). */
+  sets?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** What a sampler needs at run time besides its (JSON) config. */
+export interface SamplerRuntime {
+  /** The features of a task id: needed when the spec has knobs. */
+  features?: (taskId: string) => TaskFeatures;
 }
 
 /** A sampler's state: its config, its stream, what it has drawn and (for a curriculum) seen. */
@@ -88,9 +105,22 @@ export class TaskSampler {
   private drawn: number;
   private readonly results: Map<CellKey, number[]>;
 
+  private readonly knobs: Array<{ feature: string; value: string; weight: number }>;
+  private readonly maxKnobWeight: number;
+
   /** A new sampler; throws invalid_argument naming what is wrong in the spec. */
-  constructor(config: SamplerConfig, state?: Omit<SamplerState, "config">) {
+  constructor(
+    config: SamplerConfig,
+    state?: Omit<SamplerState, "config">,
+    private readonly runtime: SamplerRuntime = {},
+  ) {
     this.config = validateConfig(config);
+    this.knobs = Object.entries(this.config.spec.knobs ?? {}).map(([key, weight]) => {
+      const at = key.indexOf("=");
+      return { feature: key.slice(0, at), value: key.slice(at + 1), weight };
+    });
+    if (this.knobs.length > 0 && !runtime.features) bad("knobs need the environment's task features (this caller gives none)");
+    this.maxKnobWeight = Math.max(1, ...this.knobs.map((k) => k.weight));
     this.cells = cellsOf(this.config);
     if (state) checkState(state, this.cells);
     this.rng = state ? rngOf(state.rng) : Rng.fromKey("task-sampler", this.config.family, this.config.seed ?? 0);
@@ -175,24 +205,37 @@ export class TaskSampler {
     return Object.fromEntries(this.cells.map((c, i) => [c, (1 - explore) * ((focus[i] as number) / focusTotal) + explore / this.cells.length]));
   }
 
-  /** A task id of the cell, in the sampler's split. */
+  /** A task id of the cell, in the sampler's split, accepted in proportion to its knobs' weight; or one of a named set. */
   private drawIn(cell: CellKey): string {
+    if (cell.startsWith(SET_PREFIX)) return this.rng.pick(this.config.sets?.[cell.slice(SET_PREFIX.length)] ?? []);
     const [family, difficulty] = cell.split("/") as [string, string];
     const split = this.config.split ?? "train";
     for (let tries = 0; tries < MAX_SPLIT_TRIES; tries++) {
       const id = formatTaskId(family, difficulty, this.rng.int(0, 0x7fffffff));
-      if (splitOf(id) === split) return id;
+      if (splitOf(id) !== split) continue;
+      if (this.knobs.length === 0 || this.rng.float() * this.maxKnobWeight < this.knobWeight(id)) return id;
     }
-    throw new ValidationError("invalid_argument", `no ${split} task id found in ${cell} after ${MAX_SPLIT_TRIES} draws`);
+    throw new ValidationError("invalid_argument", `no ${split} task id found in ${cell} after ${MAX_SPLIT_TRIES} draws${this.knobs.length > 0 ? " (do the knobs give every task of it weight 0?)" : ""}`);
+  }
+
+  /** The product of the multipliers of the knobs the task matches (1 when it matches none). */
+  private knobWeight(taskId: string): number {
+    const features = (this.runtime.features as NonNullable<SamplerRuntime["features"]>)(taskId);
+    let weight = 1;
+    for (const knob of this.knobs) {
+      if (!(knob.feature in features)) bad(`knobs: "${knob.feature}" is not a feature of these tasks; they have ${Object.keys(features).join(", ")}`);
+      if (String(features[knob.feature]) === knob.value) weight *= knob.weight;
+    }
+    return weight;
   }
 }
 
 /** A sampler that continues from `state()` of another, drawing exactly what that one would have drawn next. */
-export function restoreSampler(state: SamplerState): TaskSampler {
+export function restoreSampler(state: SamplerState, runtime: SamplerRuntime = {}): TaskSampler {
   if (!state || typeof state !== "object" || !state.config || !state.rng) {
     throw new ValidationError("invalid_argument", "a sampler state must be what TaskSampler.state() returned: {config, rng, drawn, results}");
   }
-  return new TaskSampler(state.config, state);
+  return new TaskSampler(state.config, state, runtime);
 }
 
 /** The state as JSON (for a run's config or the service). */
@@ -202,11 +245,14 @@ export function samplerStateJson(sampler: TaskSampler): JsonValue {
 
 // ---- weights ------------------------------------------------------------------------------------------
 
-/** Keys as "family/difficulty" (a bare difficulty takes the default family). */
+/** Cells of a named task set ("set:NAME"). */
+const SET_PREFIX = "set:";
+
+/** Keys as "family/difficulty" (a bare difficulty takes the default family; "set:NAME" stays). */
 function normalizeKeys(weights: Weights, family: string): Record<CellKey, number> {
   const out: Record<CellKey, number> = {};
   for (const [key, weight] of Object.entries(weights)) {
-    const full = key.includes("/") ? key : `${family}/${key}`;
+    const full = key.includes("/") || key.startsWith(SET_PREFIX) ? key : `${family}/${key}`;
     out[full] = (out[full] ?? 0) + weight;
   }
   return out;
@@ -238,15 +284,33 @@ function bad(message: string): never {
   throw new ValidationError("invalid_argument", `task sampler: ${message}`);
 }
 
-function checkWeights(weights: unknown, where: string, family: string): void {
+function checkWeights(weights: unknown, where: string, family: string, sets: SamplerConfig["sets"]): void {
   if (!weights || typeof weights !== "object" || Array.isArray(weights)) bad(`${where} must be an object of cell -> weight, e.g. {"easy": 1, "hard": 3}`);
   const entries = Object.entries(weights as Record<string, unknown>);
   if (entries.length === 0) bad(`${where} names no cell`);
   for (const [key, value] of entries) {
-    checkCell(key, where, family);
+    if (key.startsWith(SET_PREFIX)) checkSet(key.slice(SET_PREFIX.length), where, family, sets);
+    else checkCell(key, where, family);
     if (typeof value !== "number" || !Number.isFinite(value) || value < 0) bad(`${where}.${key} must be a finite number >= 0, got ${JSON.stringify(value)}`);
   }
   if (entries.every(([, v]) => v === 0)) bad(`${where}: every weight is 0`);
+}
+
+function checkSet(name: string, where: string, family: string, sets: SamplerConfig["sets"]): void {
+  const ids = sets?.[name];
+  if (!Array.isArray(ids) || ids.length === 0) bad(`${where}: "set:${name}" names no task set this sampler was given (sets: ${Object.keys(sets ?? {}).join(", ") || "none"})`);
+  for (const id of ids) {
+    if (typeof id !== "string" || !id.startsWith(`${family}/`)) bad(`${where}: set ${name} holds ${JSON.stringify(id)}, not a task id of ${family}`);
+  }
+}
+
+function checkKnobs(knobs: unknown): void {
+  if (knobs === undefined) return;
+  if (!knobs || typeof knobs !== "object" || Array.isArray(knobs)) bad('knobs must be an object of "FEATURE=VALUE" -> weight, e.g. {"variant=injection": 3}');
+  for (const [key, value] of Object.entries(knobs as Record<string, unknown>)) {
+    if (!/^[A-Za-z_][\w-]*=.+$/.test(key)) bad(`knobs: "${key}" must be FEATURE=VALUE, e.g. variant=injection`);
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 1e6) bad(`knobs.${key} must be a number in [0, 1000000], got ${JSON.stringify(value)}`);
+  }
 }
 
 function checkCell(key: string, where: string, family: string): void {
@@ -267,14 +331,14 @@ function validateConfig(config: SamplerConfig): SamplerConfig {
   if (!spec || typeof spec !== "object") bad('spec must be {"kind": "mix" | "schedule" | "curriculum", ...}');
   switch (spec.kind) {
     case "mix":
-      checkWeights(spec.weights, "weights", family);
+      checkWeights(spec.weights, "weights", family, config.sets);
       break;
     case "schedule": {
       if (!Array.isArray(spec.stages) || spec.stages.length === 0) bad("a schedule needs stages: [{at_step, weights}, ...]");
       spec.stages.forEach((stage, i) => {
         if (!stage || !Number.isSafeInteger(stage.at_step) || stage.at_step < 0) bad(`stages[${i}].at_step must be an integer >= 0`);
         if (i > 0 && stage.at_step <= (spec.stages[i - 1] as ScheduleStage).at_step) bad(`stages[${i}].at_step must be after stages[${i - 1}].at_step`);
-        checkWeights(stage.weights, `stages[${i}].weights`, family);
+        checkWeights(stage.weights, `stages[${i}].weights`, family, config.sets);
       });
       if (spec.ramp !== undefined && spec.ramp !== "linear" && spec.ramp !== "step") bad(`ramp must be linear or step, got ${JSON.stringify(spec.ramp)}`);
       break;
@@ -301,6 +365,7 @@ function validateConfig(config: SamplerConfig): SamplerConfig {
     default:
       bad(`unknown kind ${JSON.stringify((spec as { kind?: unknown }).kind)}; valid: mix, schedule, curriculum`);
   }
+  checkKnobs(spec.knobs);
   return config;
 }
 

@@ -12,6 +12,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { builtinRegistry } from "../../src/envs/index.js";
 import { runJobsInProcess } from "../../src/rollout/pool.js";
 import { rollout, type EpisodeExecutor } from "../../src/rollout/runner.js";
+import { featuresOf } from "../../src/tasks/features.js";
 import { parseTaskId } from "../../src/tasks/task-id.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import type { TrajectoryStore } from "../../src/store/types.js";
@@ -60,6 +61,19 @@ describe("rollouts drawing tasks with a sampler", () => {
     expect(new Set(tasks.map((id) => parseTaskId(id).difficulty))).toEqual(new Set(["hard", "medium"]));
   });
 
+  it("knobs upweight an adversarial condition within a cell", async () => {
+    const store = memoryStore();
+    const registry = builtinRegistry();
+    const config = rolloutConfig({ n: 40, group: 1, policy: "oracle", difficulties: [], sampler: { spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 8 } } } });
+    await rollout({ store, registry, runId: "knobs", config, concurrency: 8 });
+    const env = registry.get("billing-dispute").create();
+    const tasks = await tasksOf(store, "knobs");
+    const injected = tasks.filter((id) => featuresOf(env.tasks, id).variant === "injection").length / tasks.length;
+    await env.close();
+    // About a quarter of hard tasks carry an injection; weighted 8:1 they are most of the run.
+    expect(injected).toBeGreaterThan(0.6);
+  });
+
   it("a curriculum runs in waves fed by its outcomes, and a resumed run draws what an uninterrupted one draws", async () => {
     const whole = memoryStore();
     const full = await rollout({ store: whole, registry: builtinRegistry(), runId: "cur", config: curriculumConfig(), concurrency: 4 });
@@ -105,6 +119,16 @@ describe("rollouts drawing tasks with a sampler", () => {
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toContain("curriculum after the last wave");
     expect(run.stdout).toMatch(/billing-dispute\/hard\s+\S+\s+0\.\d{3}/);
+    // A mix that draws half its tasks from a named task set (a file llmix mine writes), beside the spec.
+    const ids = ["billing-dispute/hard/seed-11", "billing-dispute/hard/seed-12", "billing-dispute/hard/seed-13"];
+    writeFileSync(join(dir, "negatives.json"), JSON.stringify({ kind: "llmix-task-set", version: 1, name: "negatives", env: "billing-dispute", created_at: "", source: {}, task_ids: ids }));
+    const mix = join(dir, "mix.json");
+    writeFileSync(mix, JSON.stringify({ kind: "mix", weights: { easy: 1, "set:negatives": 1 }, sets: { negatives: "negatives.json" } }));
+    const mixed = spawnSync(process.execPath, [bin, "rollout", "--env", "billing-dispute", "--policy", "oracle", "-n", "6", "--mix", mix, "--store", store, "--json"], { encoding: "utf8" });
+    expect(mixed.status, mixed.stderr).toBe(0);
+    const drawn = (JSON.parse(mixed.stdout) as { groups: Array<{ task_id: string }> }).groups.map((g) => g.task_id);
+    expect(drawn.filter((id) => ids.includes(id)).length).toBeGreaterThan(0);
+    expect(drawn.filter((id) => !ids.includes(id)).every((id) => id.startsWith("billing-dispute/easy/"))).toBe(true);
     const bad = spawnSync(process.execPath, [bin, "rollout", "--env", "billing-dispute", "--policy", "oracle", "-n", "4", "--mix", file, "--store", store], { encoding: "utf8" });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--mix');

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registryWith } from "../../src/cli/options.js";
 import { builtinRegistry } from "../../src/envs/index.js";
 import { mountMcp } from "../../src/server/mcp.js";
+import { featuresOf } from "../../src/tasks/features.js";
 import { openApiPath } from "../../src/server/openapi.js";
 import type { CreatedSession, StepResponse } from "../../src/server/sessions.js";
 import { api, HOSTILE_MODULE, playReference, startTestServer, TASK, type TestServer } from "./service-helpers.js";
@@ -92,6 +93,11 @@ describe("catalogue", () => {
     expect(next.body.pass_rates).toEqual({ "billing-dispute/easy": 1, "billing-dispute/medium": 0.5, "billing-dispute/hard": 0 });
     const medium = next.body.task_ids.filter((id: string) => id.includes("/medium/")).length;
     expect(medium).toBeGreaterThan(150);
+    // Knobs weigh the environment's declared features: injection tasks are ~a quarter of hard ones, weighted 8:1 most.
+    const knobbed = await api(base, "POST", "/v1/tasks/sample", { env: "billing-dispute", spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 8 } }, n: 40 });
+    expect(knobbed.status, JSON.stringify(knobbed.body)).toBe(200);
+    const tasks = builtinRegistry().get("billing-dispute").create().tasks;
+    expect(knobbed.body.task_ids.filter((id: string) => featuresOf(tasks, id).variant === "injection").length).toBeGreaterThan(24);
     // The same request gives the same answer: the service keeps nothing.
     expect((await api(base, "POST", "/v1/tasks/sample", { env: "billing-dispute", state: first.body.state, results, n: 200, step: 1 })).body).toEqual(next.body);
     for (const [body, pattern] of [
@@ -102,6 +108,7 @@ describe("catalogue", () => {
       [{ env: "billing-dispute", spec, n: 100_001 }, /n/],
       [{ env: "billing-dispute", spec, results: [{ task_id: "billing-dispute/easy/seed-1", outcome: 7 }] }, /outcome/],
       [{ env: "billing-dispute", state: { config: 1 } }, /sampler/],
+      [{ env: "billing-dispute", spec: { kind: "mix", weights: { hard: 1 }, knobs: { "colour=blue": 2 } } }, /"colour" is not a feature/],
     ] as const) {
       const bad = await api(base, "POST", "/v1/tasks/sample", body);
       expect(bad.status, JSON.stringify(body)).toBe(400);
