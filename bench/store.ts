@@ -8,21 +8,26 @@
  *
  * The PostgreSQL store is measured the same way in a fresh schema (dropped after) of the database at
  * LLMIX_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test): writeEpisodes batches
- * against the same step rows (serialised the same way) sent by raw multi-row INSERTs into one index-free
- * table in one transaction, with the store's own statement shape: prepared 512-row VALUES lists, the
- * fastest raw insert measured here (unprepared lists and unnest() arrays took 1.5 to 4 times as long, and
- * COPY FROM STDIN the same server CPU per row). Then the whole run is streamed back. Its target is
- * 50,000 steps/s.
+ * against two raw writes of the same step rows (serialised the same way), each into an index-free table
+ * in one transaction on one connection: one COPY FROM STDIN in text format streamed in 64 KiB pieces as
+ * the rows are serialised (the store's own way of writing steps; its ratio is the headline), and prepared
+ * 512-row multi-row INSERTs (the fastest INSERT shape measured here: unprepared lists and unnest() arrays
+ * took 1.5 to 4 times as long). Store and baseline batches alternate. Then the whole run is streamed
+ * back. Its target is 50,000 steps/s.
  */
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { finished } from "node:stream/promises";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import Database from "better-sqlite3";
 import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import type { TrajectoryStepRecord } from "../src/core/contract.js";
 import { Rng } from "../src/core/rng.js";
 import { median } from "./harness.js";
-import { openPostgresStore, STEP_ROWS_PER_INSERT } from "../src/store/postgres-store.js";
+import { copyText, openPostgresStore } from "../src/store/postgres-store.js";
 import { quoteIdent } from "../src/store/postgres-migrations.js";
 import { openStore } from "../src/store/sqlite-store.js";
 import { episodeIdOf, type EpisodeRecord, type StoredEpisode } from "../src/store/types.js";
@@ -54,11 +59,20 @@ export interface StoreInsertRate {
   postgres: PostgresInsertRate | { error: string };
 }
 
-/** PostgreSQL store figures: StoreInsertRate's, its baseline the same rows by raw multi-row INSERTs. */
+/** PostgreSQL store figures: StoreInsertRate's, its baseline the same rows by raw multi-row INSERTs, and a second baseline by raw COPY. */
 export type PostgresInsertRate = Omit<StoreInsertRate, "postgres"> & {
+  /** Baseline: the same step rows by one raw COPY FROM STDIN (text format, streamed), one table without indexes, one transaction (median batch). */
+  copy_baseline_steps_per_s: number;
+  /** Store batch time / raw COPY batch time (medians): what the store's layer costs over the fastest raw write of its steps. */
+  ratio_to_copy: number;
   /** The rate the store aims at (steps/s, median batch). */
   target_steps_per_s: number;
 };
+
+/** Rows per statement of the raw multi-row INSERT baseline. */
+const RAW_INSERT_ROWS = 512;
+/** Characters of COPY text per write of the raw COPY baseline (as the store writes them). */
+const RAW_COPY_PIECE_CHARS = 64 * 1024;
 
 /** The PostgreSQL store's write target, steps/s. */
 export const POSTGRES_TARGET_STEPS_PER_S = 50_000;
@@ -143,7 +157,7 @@ export async function storeInsertRate(
   }
 }
 
-/** Batches of realistic episodes written through the PostgreSQL store vs raw multi-row INSERTs of the same step rows (medians over `batches`). */
+/** Batches of realistic episodes written through the PostgreSQL store vs raw multi-row INSERTs and a raw COPY of the same step rows (medians over `batches`). */
 export async function postgresInsertRate(
   options: { batches?: number; episodesPerBatch?: number; stepsPerEpisode?: number; url?: string } = {},
 ): Promise<PostgresInsertRate> {
@@ -156,14 +170,16 @@ export async function postgresInsertRate(
   const store = await openPostgresStore(url, { schema, connectTimeoutMs: 5_000 });
   const raw = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   const rawTable = `${quoteIdent(schema)}.raw_steps`;
+  const copyTable = `${quoteIdent(schema)}.copy_steps`;
   try {
     await raw.connect();
     await raw.query(`CREATE TABLE ${rawTable} (episode_id text NOT NULL, step bigint NOT NULL, record text NOT NULL)`);
+    await raw.query(`CREATE TABLE ${copyTable} (episode_id text NOT NULL, step bigint NOT NULL, record text NOT NULL)`);
     const rawBatch = async (episodes: StoredEpisode[]) => {
       const rows = episodes.flatMap((e) => e.steps.map((s) => [s.episode_id, s.step, JSON.stringify(s)]));
       await raw.query("BEGIN");
       for (let i = 0; i < rows.length; ) {
-        let size = STEP_ROWS_PER_INSERT;
+        let size = RAW_INSERT_ROWS;
         while (size > rows.length - i) size >>= 1;
         const values = Array.from({ length: size }, (_, r) => `($${3 * r + 1}, $${3 * r + 2}, $${3 * r + 3})`).join(", ");
         await raw.query({ name: `raw_steps_${size}`, text: `INSERT INTO ${rawTable} (episode_id, step, record) VALUES ${values}`, values: rows.slice(i, i + size).flat() });
@@ -171,10 +187,32 @@ export async function postgresInsertRate(
       }
       await raw.query("COMMIT");
     };
+    // The same rows by one COPY, each piece written as soon as it is serialised (escaped as COPY's text format needs).
+    const copyBatch = async (episodes: StoredEpisode[]) => {
+      await raw.query("BEGIN");
+      const copy = raw.query(copyFrom(`COPY ${copyTable} (episode_id, step, record) FROM STDIN`));
+      const done = finished(copy);
+      done.catch(() => undefined);
+      let text = "";
+      for (const e of episodes) {
+        for (const s of e.steps) {
+          text += `${copyText(s.episode_id)}\t${s.step}\t${copyText(JSON.stringify(s))}\n`;
+          if (text.length < RAW_COPY_PIECE_CHARS) continue;
+          // As the store does: each piece goes out while the next is serialised (the event loop sends it).
+          if (!copy.write(text)) await once(copy, "drain");
+          else await nextTurn();
+          text = "";
+        }
+      }
+      copy.end(text);
+      await done;
+      await raw.query("COMMIT");
+    };
 
     const rng = Rng.fromSeed(2024);
     const storeMs: number[] = [];
     const rawMs: number[] = [];
+    const copyMs: number[] = [];
     let bytes = 0;
     let steps = 0;
     for (let b = 0; b < warmup + batches; b++) {
@@ -186,9 +224,13 @@ export async function postgresInsertRate(
       t = process.hrtime.bigint();
       await rawBatch(episodes);
       const rawNs = Number(process.hrtime.bigint() - t);
+      t = process.hrtime.bigint();
+      await copyBatch(episodes);
+      const copyNs = Number(process.hrtime.bigint() - t);
       if (b >= warmup) {
         storeMs.push(storeNs / 1e6);
         rawMs.push(rawNs / 1e6);
+        copyMs.push(copyNs / 1e6);
       }
     }
 
@@ -200,6 +242,7 @@ export async function postgresInsertRate(
     const stepsPerBatch = perBatch * stepsPer;
     const storeMedian = median(storeMs);
     const rawMedian = median(rawMs);
+    const copyMedian = median(copyMs);
     const stepBytes = bytes / steps;
     return {
       steps_per_s: Math.round(stepsPerBatch / (storeMedian / 1e3)),
@@ -207,6 +250,8 @@ export async function postgresInsertRate(
       mb_per_s: round2((stepsPerBatch * stepBytes) / 1e6 / (storeMedian / 1e3)),
       baseline_steps_per_s: Math.round(stepsPerBatch / (rawMedian / 1e3)),
       ratio_to_baseline: round2(storeMedian / rawMedian),
+      copy_baseline_steps_per_s: Math.round(stepsPerBatch / (copyMedian / 1e3)),
+      ratio_to_copy: round2(storeMedian / copyMedian),
       sustained_steps_per_s: Math.round((stepsPerBatch * batches) / (storeMs.reduce((a, x) => a + x, 0) / 1e3)),
       stream_steps_per_s: Math.round(streamed / streamS),
       median_batch_ms: round2(storeMedian),

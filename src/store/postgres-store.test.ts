@@ -21,6 +21,7 @@ import { migratePostgres, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, postgres
 import { openPostgresStore, PostgresTrajectoryStore } from "./postgres-store.js";
 import { SqliteTrajectoryStore } from "./sqlite-store.js";
 import { describeTrajectoryStore, episode, exact, rejection, run } from "./test-support.js";
+import type { StoredEpisode } from "./types.js";
 
 const URL_ = process.env.LLMIX_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const PREFIX = `llmix_test_${process.pid}_${randomBytes(3).toString("hex")}`;
@@ -310,6 +311,95 @@ describe("PostgreSQL migrations", () => {
     expect(await postgresSchemaVersion(admin, schema)).toBe(POSTGRES_SCHEMA_VERSION);
     expect((await admin.query("SELECT to_regclass($1) AS t", [`${quoteIdent(schema)}.extra`])).rows[0]?.t).toBeNull();
     expect((await rejection(migratePostgres(admin, schema, { migrations: [POSTGRES_MIGRATIONS[0] as (typeof POSTGRES_MIGRATIONS)[number], { ...broken[1], version: 3 } as (typeof POSTGRES_MIGRATIONS)[number]] }))).message).toMatch(/versions must be 1, 2, 3/);
+  });
+});
+
+describe("PostgreSQL bulk writes", () => {
+  /** A batch of `n` episodes of 20 steps of ~1 KB each: past the first pieces of its steps' COPY. */
+  const big = (task: string, n: number) =>
+    Array.from({ length: n }, (_, g) => {
+      const e = episode("bulk", task, g, { steps: 20 });
+      for (const s of e.steps) s.observation.rendered = `${g}\t${s.step}\\n\n${"x".repeat(1000)}`;
+      return e;
+    });
+
+  it("a batch that fails after its steps' COPY has started is rolled back whole, and the connection goes on", async () => {
+    const schema = freshSchema();
+    // One connection: every call after a failure runs on the connection that failed.
+    const store = await openPostgresStore(URL_, { schema, poolSize: 1 });
+    try {
+      // a malformed step near the end of the batch, long after the first rows were sent
+      const malformed = big("t/easy/seed-1", 150);
+      const last = malformed[149]?.steps[19] as (typeof malformed)[number]["steps"][number];
+      last.info = { score: Number.NaN };
+      const invalid = await rejection(store.writeEpisodes(malformed));
+      expect(invalid.code).toBe("invalid_argument");
+      expect(invalid.message).toContain("episodes[149].steps[19].info.score");
+      expect(await store.countEpisodes()).toBe(0);
+
+      // a server error mid-COPY: a step row that should not exist (an orphan, as a crashed manual edit
+      // could leave) collides with one of the batch's last steps
+      const batch = big("t/easy/seed-2", 150);
+      const lastId = batch[149]?.episode.episode_id as string;
+      await admin.query(`INSERT INTO ${quoteIdent(schema)}.steps (episode_id, step, record) VALUES ($1, 19, '{}')`, [lastId]);
+      const failed = await rejection(store.writeEpisodes(batch));
+      expect(failed.code).toBe("store_error");
+      expect(failed.details.pg_code).toBe("23505");
+      expect(await store.countEpisodes()).toBe(0);
+      expect((await admin.query(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.steps`)).rows[0]?.n).toBe(1);
+
+      // the same connection writes the batch once the orphan is gone, every step exactly
+      await admin.query(`DELETE FROM ${quoteIdent(schema)}.steps`);
+      await store.writeEpisodes(batch);
+      expect(await store.countEpisodes()).toBe(150);
+      for (const e of [batch[0], batch[77], batch[149]] as StoredEpisode[]) expect(exact(await store.getSteps(e.episode.episode_id))).toBe(exact(e.steps));
+      expect((await admin.query(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.steps`)).rows[0]?.n).toBe(3000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a writer waiting on another's uncommitted episode holds its steps, then stores them or fails whole as the other ends", async () => {
+    const schema = freshSchema();
+    const store = await openPostgresStore(URL_, { schema });
+    const q = quoteIdent(schema);
+    const blocker = new pg.Client({ connectionString: URL_ });
+    await blocker.connect();
+    try {
+      for (const outcome of ["ROLLBACK", "COMMIT"] as const) {
+        const task = `t/easy/seed-${outcome}`;
+        const batch = big(task, 300);
+        const taken = batch[299] as StoredEpisode;
+        // another transaction holds the batch's last id, uncommitted
+        await blocker.query("BEGIN");
+        await blocker.query(
+          `INSERT INTO ${q}.episodes (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record) VALUES ($1, 'bulk', 'tiny', $2, 'easy', 299, 'ok', 0, false, NULL, '{}')`,
+          [taken.episode.episode_id, task],
+        );
+        const writing = store.writeEpisodes(batch).then(
+          () => "stored",
+          (e: unknown) => e as LlmixError,
+        );
+        await new Promise((done) => setTimeout(done, 300));
+        await blocker.query(outcome);
+        const result = await writing;
+        if (outcome === "ROLLBACK") {
+          expect(result).toBe("stored");
+          expect(await store.countEpisodes({ task_id: task })).toBe(300);
+          expect(exact(await store.getSteps(taken.episode.episode_id))).toBe(exact(taken.steps));
+        } else {
+          expect((result as LlmixError).code).toBe("invalid_argument");
+          expect((result as LlmixError).details.episode_id).toBe(taken.episode.episode_id);
+          // only the other writer's row: none of this batch, none of its steps
+          expect(await store.countEpisodes({ task_id: task })).toBe(1);
+          expect(await store.getSteps(taken.episode.episode_id)).toEqual([]);
+          expect(await store.getSteps((batch[0] as StoredEpisode).episode.episode_id)).toEqual([]);
+        }
+      }
+    } finally {
+      await blocker.end();
+      await store.close();
+    }
   });
 });
 

@@ -4,15 +4,21 @@
  * keeps its full record as JSON text (records.ts validates and serialises for both), the columns beside it
  * only filter, order and join, and key columns use the "C" collation so orders are byte orders as in SQLite.
  *
- * Each `writeEpisodes` call is one transaction; its rows go in as multi-row INSERTs, far under PostgreSQL's
- * 65,535 parameter limit and a bounded number of bytes each. Their row counts are powers of two (up to
- * STEP_ROWS_PER_INSERT), each a named statement that every connection parses and plans once: planning a
- * 512-row VALUES list costs more than running it (unprepared lists measured 1.5 to 4 times slower here,
- * unnest() over array parameters 1.5 to 2 times). Step records are serialised one statement ahead, while
- * the server inserts the previous one. Episode ids are the idempotency key: an id already stored, by this
- * process or any other, fails the whole call with invalid_argument and nothing of it is written.
+ * Each `writeEpisodes` call is one transaction of a few round trips, whatever its size: BEGIN; its episode
+ * rows as one INSERT ... SELECT FROM unnest() of one array parameter per column (one per 16 MB of records;
+ * ON CONFLICT DO NOTHING: episode ids are the idempotency key, see writeEpisodes), a named statement every
+ * connection plans once; its step rows, most of the bytes, as one COPY FROM STDIN in text format, streamed
+ * as they are serialised, so the server parses and inserts one piece while this process serialises the
+ * next, with no round trip per piece; COMMIT. (Steps used to go in as prepared multi-row INSERTs of up to
+ * 512 rows, a round trip each, and episodes as INSERTs of a power of two rows each: on a quiet machine the
+ * batches of bench/store.ts took 1.2 to 1.5 times as long.) An id already stored, by this process or any
+ * other, fails the whole call with invalid_argument and nothing of it is written.
  */
+import { once } from "node:events";
+import { finished } from "node:stream/promises";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import pg from "pg";
+import { from as copyFrom, type CopyStreamQuery } from "pg-copy-streams";
 import type { TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
 import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS } from "./liveness.js";
@@ -57,12 +63,16 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   return store;
 }
 
-/** Most step rows per INSERT (3 parameters each, far under the 65,535 limit); a power of two. */
-export const STEP_ROWS_PER_INSERT = 512;
-/** Most episode rows per INSERT (11 parameters each); a power of two. */
-export const EPISODE_ROWS_PER_INSERT = 128;
-/** A chunk of rows also closes once its JSON text reaches this many characters, so one message stays small however big the steps. */
+/** Episode rows go in one INSERT per this many characters of their records (at least one row each), so one message stays small however big the batch. */
 const CHUNK_CHARS = 16 * 1024 * 1024;
+/**
+ * Step rows are handed to the COPY stream in pieces of about this many characters of COPY text: small
+ * enough that the server starts on a batch's first rows while later ones are still being serialised,
+ * big enough that the per-message cost vanishes.
+ */
+const COPY_PIECE_CHARS = 64 * 1024;
+/** Bytes of COPY text buffered ahead of the server before serialising waits for it: bounds a huge batch's memory. */
+const COPY_BUFFER_BYTES = 4 * 1024 * 1024;
 
 const EPISODE_COLUMNS = "episode_id, run_id, task_id, group_index, advantages, record";
 const RUN_COLUMNS = "status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record";
@@ -234,6 +244,16 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
    * or already-stored episode id, steps of another episode, a non-finite number or a malformed field
    * fails the call with invalid_argument and nothing of the batch is written. A malformed batch is
    * reported as such even when it also holds a stored id, and names the same first problem as SQLite.
+   *
+   * Concurrency: the episode row is the claim on its id. Its INSERT ... ON CONFLICT DO NOTHING either
+   * inserts it (and from then on any other writer of that id waits on this transaction's index entry,
+   * then finds it taken) or, the id being stored or claimed by a transaction that then commits, inserts
+   * nothing, and the call fails naming it. Steps are only ever written by the transaction that inserted
+   * their episode, so once the episodes are in, the COPY of their steps cannot meet another writer's rows:
+   * it goes straight into the steps table, with no staging table and no ON CONFLICT (which COPY lacks).
+   * Delete-then-copy would not do: two writers of one id would both "succeed", the later silently
+   * replacing the earlier. A COPY that fails anyway (a server error, a lost connection) aborts the
+   * transaction, so a batch is all or nothing.
    */
   async writeEpisodes(episodes: StoredEpisode[]): Promise<void> {
     this.handle();
@@ -243,36 +263,32 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
     // other instead of deadlocking; the error still names the first stored id in the caller's order.
     const sorted = [...heads].sort((a, b) => (a.episode.episode_id < b.episode.episode_id ? -1 : 1));
     await this.transaction("cannot write episodes", async (client) => {
+      // One statement at a time on the connection (pg 9 drops queued queries): the episode rows first,
+      // then the steps' COPY. The step records are serialised meanwhile, held until the COPY can start.
+      const claim: Claim = { settled: false, ok: false };
+      const firstStored = (inserted: Set<string>) => heads.find((h) => !inserted.has(h.episode.episode_id));
       const inserting = this.insertEpisodes(client, sorted);
-      inserting.catch(() => undefined);
-      // The step records are most of the work on both sides: each piece is serialised here while the
-      // server inserts the one before (the episodes, for the first), so the two overlap.
-      const pieces = stepPieces(sorted);
-      let next = validated(episodes, () => pieces.next());
-      const inserted = await inserting;
-      const stored = heads.find((h) => !inserted.has(h.episode.episode_id));
-      if (stored) {
-        // Checked to the end before answering, as SQLite checks a batch before writing it.
-        while (!next.done) next = validated(episodes, () => pieces.next());
-        const id = stored.episode.episode_id;
-        throw new ValidationError("invalid_argument", `episode ${id} is already stored`, { episode_id: id });
-      }
-      let inflight: Promise<unknown> | undefined;
+      const claimed = inserting
+        .then(
+          (inserted) => void (claim.ok = firstStored(inserted) === undefined),
+          () => undefined,
+        )
+        .finally(() => (claim.settled = true));
+      const copy = new StepCopy(client, `COPY ${this.t.steps} (episode_id, step, record) FROM STDIN`);
       try {
-        while (!next.done) {
-          const piece = next.value;
-          if (inflight) await inflight;
-          inflight = client.query({
-            name: `llmix_insert_steps_${piece.rows}`,
-            text: `INSERT INTO ${this.t.steps} (episode_id, step, record) VALUES ${placeholders(piece.rows, 3)}`,
-            values: piece.values,
-          });
-          next = validated(episodes, () => pieces.next());
+        const rows = await copySteps(sorted, episodes, claim, claimed, copy);
+        const stored = firstStored(await inserting);
+        if (stored) {
+          const id = stored.episode.episode_id;
+          throw new ValidationError("invalid_argument", `episode ${id} is already stored`, { episode_id: id });
         }
-        await inflight;
+        const copied = await copy.finish();
+        if (copied !== rows) throw new LlmixError("store_error", `the COPY of ${rows} steps stored ${copied}`, { steps: rows, copied });
       } catch (error) {
-        // A statement still running must finish (or fail) before the transaction is rolled back.
-        await inflight?.catch(() => undefined);
+        // The connection takes the ROLLBACK only once its statement in flight is over: the episode
+        // INSERTs, or the COPY (failed with CopyFail if it was still open).
+        await claimed;
+        await copy.abort();
         throw error;
       }
     });
@@ -281,14 +297,18 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   /** Insert the episode rows; returns the ids inserted (a conflicting id, already stored or being stored by another writer, is not). */
   private async insertEpisodes(client: pg.PoolClient, sorted: readonly PreparedHead[]): Promise<Set<string>> {
     const inserted = new Set<string>();
-    for (const chunk of chunks(sorted, EPISODE_ROWS_PER_INSERT, (e) => e.record.length)) {
+    for (const chunk of chunks(sorted, (e) => e.record.length)) {
       // DO NOTHING rather than an error: a conflicting row (stored, or being stored by another writer,
-      // whose commit this waits for) is simply not returned, and the call then fails naming it.
+      // whose commit this waits for) is simply not returned, and the call then fails naming it. unnest()
+      // yields the rows in array order, so they go in in id order.
+      const columns: unknown[][] = Array.from({ length: 11 }, () => []);
+      for (const e of chunk) episodeValues(e).forEach((value, i) => (columns[i] as unknown[]).push(value));
       const result = await client.query<{ episode_id: string }>({
-        name: `llmix_insert_episodes_${chunk.length}`,
+        name: "llmix_insert_episodes",
         text: `INSERT INTO ${this.t.episodes} (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record)
-               VALUES ${placeholders(chunk.length, 11)} ON CONFLICT (episode_id) DO NOTHING RETURNING episode_id`,
-        values: chunk.flatMap(episodeValues),
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::float8[], $9::boolean[], $10::text[], $11::text[])
+               ON CONFLICT (episode_id) DO NOTHING RETURNING episode_id`,
+        values: columns,
       });
       for (const row of result.rows) inserted.add(row.episode_id);
     }
@@ -529,70 +549,160 @@ function validated<T>(batch: unknown, fn: () => T): T {
   }
 }
 
-/** The largest power of two that is at most `n` (n >= 1). */
-function powerOfTwoAtMost(n: number): number {
-  return 2 ** Math.floor(Math.log2(n));
+/** Where a batch's episode INSERTs stand: `settled` once they are over, `ok` if every episode went in (none was taken, nothing failed). */
+interface Claim {
+  settled: boolean;
+  ok: boolean;
+}
+
+/** A COPY FROM STDIN on one connection: started when its first rows can go, failed once the server or the connection says so. */
+class StepCopy {
+  private stream: CopyStreamQuery | undefined;
+  private done: Promise<void> | undefined;
+  private failed = false;
+  private ended = false;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    private readonly text: string,
+  ) {}
+
+  get started(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** False once the COPY failed (rows written after that would go nowhere: pg-copy-streams drops its connection). */
+  get writable(): boolean {
+    return !this.failed && !(this.stream?.destroyed ?? false);
+  }
+
+  /** Send the COPY statement (its rows are buffered until the server takes them). */
+  start(): void {
+    const stream = this.client.query(copyFrom(this.text, { highWaterMark: COPY_BUFFER_BYTES }));
+    this.stream = stream;
+    // 'error' comes as an event (the server's error, or a lost connection): listened for from the start, so
+    // none goes unhandled, and `done` rejects with it.
+    stream.on("error", () => (this.failed = true));
+    this.done = finished(stream);
+    this.done.catch(() => undefined);
+  }
+
+  /** Write COPY text; resolves when more may be written: at once (after a turn of the event loop, so the socket sends it) or once the buffer drains. */
+  async write(text: string): Promise<void> {
+    const stream = this.stream;
+    if (!stream || !this.writable) return;
+    if (stream.write(text)) {
+      // Back to the event loop after every piece, not only when the buffer is full: the socket takes
+      // what was written, and the server parses it while the next piece is serialised.
+      await nextTurn();
+      return;
+    }
+    const ac = new AbortController();
+    try {
+      await Promise.race([once(stream, "drain", { signal: ac.signal }), once(stream, "close", { signal: ac.signal })]);
+    } catch {
+      // 'error' (the COPY failed: `finish` reports it) or the abort below.
+    } finally {
+      ac.abort();
+    }
+  }
+
+  /** End the COPY; resolves to the rows the server stored (0 if it never started), rejects with its failure. */
+  async finish(): Promise<number> {
+    if (!this.stream || !this.done) return 0;
+    if (this.writable) {
+      this.ended = true;
+      this.stream.end();
+    }
+    await this.done;
+    return this.stream.rowCount;
+  }
+
+  /** Make sure the COPY is over: a COPY still taking rows is failed (CopyFail), so the server discards them. */
+  async abort(): Promise<void> {
+    if (!this.stream || !this.done) return;
+    if (this.writable && !this.ended) this.stream.destroy();
+    await this.done.catch(() => undefined);
+  }
 }
 
 /**
- * The step rows of `heads` as INSERT parameters, serialised one piece at a time as the caller asks for
- * the next: pieces of a power of two rows, at most STEP_ROWS_PER_INSERT and, past one row, at most about
- * CHUNK_CHARS characters of JSON.
+ * Serialise (and so check) every step record of `heads` as rows of COPY text, in pieces of about
+ * COPY_PIECE_CHARS characters, and stream them to `copy`, started once the episode rows are in (`claimed`
+ * resolves when their INSERTs are over). Pieces made before then are held, up to COPY_BUFFER_BYTES, after
+ * which serialising waits; so it does whenever that much is buffered ahead of the server. Once the batch
+ * is known to fail (an id is taken, the INSERTs or the COPY failed), rows are still serialised, so a
+ * malformed step is reported before a stored id as SQLite reports it, but no longer sent. A step that is
+ * not JSON throws the batch's first problem (see `validated`). Returns the number of rows sent (every
+ * step, unless the batch fails).
  */
-function* stepPieces(heads: readonly PreparedHead[]): Generator<{ rows: number; values: unknown[] }> {
-  let values: unknown[] = [];
-  let chars = 0;
-  const cut = function* (all: boolean) {
-    while (values.length > 0) {
-      const rows = powerOfTwoAtMost(values.length / 3);
-      const piece = values.slice(0, rows * 3);
-      values = values.slice(rows * 3);
-      chars = 0;
-      for (let i = 2; i < values.length; i += 3) chars += (values[i] as string).length;
-      yield { rows, values: piece };
-      if (!all) return;
+async function copySteps(heads: readonly PreparedHead[], batch: unknown, claim: Claim, claimed: Promise<void>, copy: StepCopy): Promise<number> {
+  const failing = () => (claim.settled && !claim.ok) || !copy.writable;
+  let held: string[] = [];
+  let heldChars = 0;
+  let rows = 0;
+  let text = "";
+  let textRows = 0;
+  /** Hand `text` on: to the COPY if it runs, else held for it (the COPY starts with them once the episodes are in). */
+  const send = async (last: boolean) => {
+    const piece = text;
+    rows += textRows;
+    text = "";
+    textRows = 0;
+    if (copy.started) {
+      if (piece && !failing()) await copy.write(piece);
+      return;
     }
+    if (piece) held.push(piece);
+    heldChars += piece.length;
+    if (!claim.settled) {
+      if (!last && heldChars < COPY_BUFFER_BYTES) return nextTurn();
+      await claimed;
+    }
+    if (failing()) return;
+    copy.start();
+    const pieces = held;
+    held = [];
+    for (const p of pieces) await copy.write(p);
   };
   for (const head of heads) {
+    const id = `${copyText(head.episode.episode_id)}\t`;
     for (const step of head.steps) {
-      const record = stepRecord(head, step);
-      values.push(head.episode.episode_id, step.step, record);
-      chars += record.length;
-      if (values.length >= STEP_ROWS_PER_INSERT * 3 || chars >= CHUNK_CHARS) yield* cut(false);
+      const record = validated(batch, () => stepRecord(head, step));
+      if (failing()) continue;
+      text += `${id}${step.step}\t${copyText(record)}\n`;
+      textRows++;
+      if (text.length >= COPY_PIECE_CHARS) await send(false);
     }
   }
-  yield* cut(true);
+  if (textRows > 0 || rows > 0) await send(true);
+  return rows;
 }
 
-/** `($1, $2, $3), ($4, $5, $6), ...` for `rows` rows of `columns` parameters. */
-function placeholders(rows: number, columns: number): string {
-  const out: string[] = new Array(rows);
-  for (let r = 0; r < rows; r++) {
-    const base = r * columns;
-    let row = `($${base + 1}`;
-    for (let c = 2; c <= columns; c++) row += `, $${base + c}`;
-    out[r] = `${row})`;
-  }
-  return out.join(", ");
-}
+const COPY_ESCAPES: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /**
- * `items` in chunks whose lengths are powers of two of at most `maxRows` (a power of two), a run of
- * chunks also closing once its `size` sum reaches CHUNK_CHARS: so few distinct statements (one per
- * power of two) serve every batch, each prepared once per connection.
+ * `value` as one column of COPY's text format: backslash, newline, carriage return and tab (the
+ * delimiter) escaped with a backslash; every other character, unicode included, stands for itself. So a
+ * value never reads as NULL (\N) or as the end-of-data marker (\.), whose backslash is doubled. NUL
+ * cannot occur: ids refuse it (checkId), and JSON.stringify writes it as the six characters \u0000, as
+ * it writes a lone surrogate as an escape. (Four includes() scans cost a fifth of one regex test on a
+ * step record, which rarely needs escaping: JSON text holds backslashes only in escapes, and no raw
+ * control characters at all.)
  */
-function* chunks<T>(items: readonly T[], maxRows: number, size: (item: T) => number): Generator<T[]> {
+export function copyText(value: string): string {
+  if (!value.includes("\\") && !value.includes("\n") && !value.includes("\r") && !value.includes("\t")) return value;
+  return value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string);
+}
+
+/** `items` in runs whose `size` sum reaches CHUNK_CHARS at most once, at the run's last item (so each run has at least one). */
+function* chunks<T>(items: readonly T[], size: (item: T) => number): Generator<T[]> {
   let start = 0;
   while (start < items.length) {
-    // The run: up to maxRows items, fewer if their text passes CHUNK_CHARS first (at least one item).
     let end = start;
     let chars = 0;
-    while (end < items.length && end - start < maxRows && (end === start || chars < CHUNK_CHARS)) chars += size(items[end++] as T);
-    for (let at = start; at < end; ) {
-      const rows = powerOfTwoAtMost(end - at);
-      yield items.slice(at, at + rows);
-      at += rows;
-    }
+    while (end < items.length && (end === start || chars < CHUNK_CHARS)) chars += size(items[end++] as T);
+    yield items.slice(start, end);
     start = end;
   }
 }

@@ -378,6 +378,54 @@ export function describeTrajectoryStore(name: string, factory: StoreFactory): vo
         expect((await store.listRuns()).map((r) => r.run_id)).toEqual(["r1"]);
       });
 
+      it("round-trips ids and records full of what bulk formats escape: tabs, newlines, backslashes, \\N, \\., emoji, lone surrogates", async () => {
+        // Each is special somewhere: COPY's text format (delimiter tab, row end newline, \r, backslash escapes,
+        // \N for NULL, \. for end of data), CSV (quotes), JSON (quotes, backslashes, U+2028), UTF-16 (surrogates).
+        const nasty = ["tab\there", "new\nline", "cr\rlf\r\n", "back\\slash", "\\N", "\\.", "\\.\n", "ends with \\", "\\\\N", "\\t not a tab", "\\x41\\u0041\\101", "emoji 😀👩‍👩‍👧 \u{1F600}", "\u2028\u2029\u0085", "quote \" ' \"\"", "ctl \u0001\u001f\u007f\b\f\v", "ünïcödé ✓ 中文"];
+        // Ids are columns, and a column holds only well-formed text: lone surrogates go in the JSON records,
+        // which write them as \ud800-style escapes, and come back as they went in.
+        const lone = ["lone \ud800 high", "lone \udfff low", "\udc00\ud800 reversed", "split 😀".slice(0, -1)];
+        const runId = `\\.\n${nasty.join("|")}`;
+        const written: StoredEpisode[] = [];
+        for (const [i, text] of [...nasty, runId].entries()) {
+          const e = episode(runId, `${text}/easy/seed-${i}`, i, { steps: 3, difficulty: text, env: text });
+          e.episode.verdict = { passed: true, details: { [text]: [...nasty, ...lone] } };
+          e.episode.error = { code: text, message: lone.join(text) };
+          for (const s of e.steps) {
+            s.observation.rendered = [...nasty, ...lone].join(text);
+            s.info = { [text]: lone, [lone[0] as string]: text };
+          }
+          written.push(e);
+        }
+        // Enough steps of ~2 KB to cross the pieces a bulk write is cut into (64 KiB of COPY text).
+        const long = episode(runId, "\t\n\\/easy/seed-99", 99, { steps: 120 });
+        for (const s of long.steps) s.observation.rendered = `${nasty.join("\\")}${"\\\t\n".repeat(200)}${lone.join("")}${s.step}`;
+        written.push(long);
+        await store.writeEpisodes(written);
+
+        for (const e of written) {
+          const id = e.episode.episode_id;
+          expect(exact(await store.getEpisode(id)), JSON.stringify(id)).toBe(exact(e.episode));
+          expect(exact(await store.getSteps(id)), JSON.stringify(id)).toBe(exact(e.steps));
+        }
+        const back = (await store.getSteps(long.episode.episode_id))[5] as TrajectoryStepRecord;
+        expect(back.observation.rendered).toBe((long.steps[5] as TrajectoryStepRecord).observation.rendered);
+        expect((await store.getSteps(written[0]?.episode.episode_id as string))[0]?.info).toEqual({ [nasty[0] as string]: lone, [lone[0] as string]: nasty[0] });
+        expect(await store.countEpisodes({ run_id: runId })).toBe(written.length);
+        expect(await store.countEpisodes({ task_id: "\\N/easy/seed-4" })).toBe(1);
+        const idsOf = (list: EpisodeRecord[]) => list.map((e) => e.episode_id);
+        expect(idsOf(await store.episodes({ env: "\\." }))).toEqual([episodeIdOf(runId, "\\./easy/seed-5", 5)]);
+        const sortedIds = [...written].sort((a, b) => byteCompare(a.episode.task_id, b.episode.task_id)).map((e) => e.episode.episode_id);
+        expect(idsOf(await store.episodes({ run_id: runId }))).toEqual(sortedIds);
+        const streamed: StoredEpisode[] = [];
+        for await (const s of store.streamEpisodes({ run_id: runId })) streamed.push(s);
+        expect(exact(streamed)).toBe(exact(sortedIds.map((id) => written.find((e) => e.episode.episode_id === id))));
+        // a rewrite of a stored episode is refused whole, and leaves the first write exactly as it was
+        const again = episode(runId, `${nasty[0]}/easy/seed-0`, 0, { steps: 1 });
+        expect((await rejection(store.writeEpisodes([again]))).details.episode_id).toBe(again.episode.episode_id);
+        expect(exact(await store.getSteps(again.episode.episode_id))).toBe(exact(written[0]?.steps));
+      });
+
       it("refuses a batch with a duplicate id, naming it, and writes nothing of it", async () => {
         const a = episode("r1", "tiny/easy/seed-1", 0);
         const b = episode("r1", "tiny/easy/seed-1", 1);
