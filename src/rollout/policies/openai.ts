@@ -32,14 +32,11 @@
  *   `token_ids` on the choice) and `logprobs: true` (`logprobs.content[].logprob`). Completion ids fall
  *   back to `logprobs.content[].token_id` (SGLang). A malformed list is dropped rather than stored
  *   misaligned. Servers that reject unknown fields (OpenAI itself) need `returnTokenIds: false`.
- * - Retries are this module's own loop (the client's `maxRetries` is 0): 408, 429, 5xx, connection
- *   errors and timeouts are retried with exponential backoff (configurable, 25% jitter so parallel
- *   episodes do not retry in lockstep; a Retry-After header is honoured up to the maximum delay). Other
- *   statuses fail at once. Exhausted or not, a failure is LlmixError("policy_failed") naming the status
- *   and the server's own error text.
+ * - Retries (src/core/chat-client.ts, shared with the rubric judge): 408, 429, 5xx, connection errors
+ *   and timeouts are retried with exponential backoff (configurable); other statuses fail at once.
+ *   Exhausted or not, a failure is LlmixError("policy_failed") naming the status and the server's own
+ *   error text.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import type {
   ChatCompletion,
   ChatCompletionAssistantMessageParam,
@@ -48,7 +45,8 @@ import type {
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import type { Action, ToolSpec } from "../../core/contract.js";
-import { LlmixError, ValidationError } from "../../core/errors.js";
+import { chatClient } from "../../core/chat-client.js";
+import { ValidationError } from "../../core/errors.js";
 import type { Policy, PolicyData, PolicyDecision, PolicyTurn } from "../../core/policy.js";
 import { withoutLengthLimits } from "../../tools/schema.js";
 
@@ -177,50 +175,10 @@ export function openaiConfigFromEnv(flags: Partial<OpenAIPolicyConfig>, env: Nod
 /** A policy for one episode: it keeps the conversation, so build a new one per episode. */
 export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
   const cfg = resolveConfig(config);
-  const endpoint = `${cfg.baseURL.replace(/\/+$/, "")}/chat/completions`;
-  // The client turns an error body without an `error` key (vLLM's older format, plain text) into
-  // "status code (no body)"; the raw body is kept here so the failure can quote the server.
-  let errorBody: string | undefined;
-  const client = new OpenAI({
-    baseURL: cfg.baseURL,
-    apiKey: cfg.apiKey,
-    timeout: cfg.timeoutMs,
-    maxRetries: 0,
-    fetch: async (input, init) => {
-      const response = await fetch(input, init);
-      errorBody = response.ok ? undefined : await response.clone().text().catch(() => undefined);
-      return response;
-    },
-  });
-
+  const chat = chatClient(cfg, { code: "policy_failed", label: "openai policy" });
   const messages: ChatCompletionMessageParam[] = [];
   // What the model did last: a tool call whose id the next tool message answers, or a message.
   let pending: LastMove | null = null;
-
-  async function complete(body: ChatCompletionCreateParamsNonStreaming): Promise<ChatCompletion> {
-    for (let attempt = 0; ; attempt++) {
-      // The client's own timeout stops at the headers; this signal also bounds reading the body.
-      const signal = AbortSignal.timeout(cfg.timeoutMs);
-      let failure: Failure;
-      try {
-        const completion = await client.chat.completions.create(body, { signal });
-        return checkCompletion(completion, endpoint);
-      } catch (error) {
-        if (error instanceof LlmixError) throw error;
-        failure = describeFailure(error, errorBody, signal.aborted, cfg.timeoutMs);
-      }
-      if (!failure.retryable || attempt >= cfg.maxRetries) {
-        const attempts = attempt + 1;
-        throw new LlmixError(
-          "policy_failed",
-          `openai policy: POST ${endpoint} (model ${cfg.model}) failed${attempts > 1 ? ` after ${attempts} attempts` : ""}: ${failure.reason}`,
-          { url: endpoint, model: cfg.model, attempts, status: failure.status ?? null, retryable: failure.retryable },
-        );
-      }
-      const backoff = Math.min(cfg.retryMaxDelayMs, cfg.retryBaseDelayMs * 2 ** attempt) * (1 - Math.random() * 0.25);
-      await sleep(failure.retryAfterMs === undefined ? backoff : Math.min(cfg.retryMaxDelayMs, failure.retryAfterMs));
-    }
-  }
 
   return {
     name: "openai",
@@ -255,7 +213,7 @@ export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
       if (cfg.logprobs) body.logprobs = true;
       if (cfg.returnTokenIds) body.return_token_ids = true;
 
-      const completion = await complete(body);
+      const completion = await chat.complete(body);
       const { action, assistant, last } = interpret(completion, turn.step, cfg.verbatimArguments);
       messages.length = 0;
       messages.push(...next, assistant);
@@ -263,83 +221,6 @@ export function openaiPolicy(config: OpenAIPolicyConfig): Policy {
       return { action, policy: policyData(completion) };
     },
   };
-}
-
-interface Failure {
-  retryable: boolean;
-  reason: string;
-  status?: number;
-  retryAfterMs?: number;
-}
-
-/** Why an attempt failed, and whether another attempt may succeed. */
-function describeFailure(error: unknown, body: string | undefined, timedOut: boolean, timeoutMs: number): Failure {
-  if (error instanceof APIConnectionTimeoutError || (timedOut && !(error instanceof APIError && error.status !== undefined))) {
-    return { retryable: true, reason: `no response within ${timeoutMs} ms (request timed out)` };
-  }
-  if (error instanceof APIConnectionError) {
-    return { retryable: true, reason: `connection failed: ${innermostMessage(error)}` };
-  }
-  if (error instanceof APIError && typeof error.status === "number") {
-    const status = error.status;
-    const text = serverErrorText(body) ?? error.message.replace(/^\d{3}\s*/, "");
-    const retryable = status === 408 || status === 429 || status >= 500;
-    return { retryable, status, reason: `HTTP ${status}: ${text}`, retryAfterMs: retryAfter(error.headers) };
-  }
-  return { retryable: false, reason: error instanceof Error ? error.message : String(error) };
-}
-
-/** The server's own error text from a JSON error body (OpenAI, vLLM old and new, Ollama) or plain text. */
-function serverErrorText(body: string | undefined): string | undefined {
-  const text = body?.trim();
-  if (!text) return undefined;
-  try {
-    const parsed = JSON.parse(text) as { error?: unknown; message?: unknown; detail?: unknown };
-    const error = parsed.error as { message?: unknown } | string | undefined;
-    if (typeof error === "string") return error;
-    if (typeof error?.message === "string") return error.message;
-    if (typeof parsed.message === "string") return parsed.message;
-    if (typeof parsed.detail === "string") return parsed.detail;
-  } catch {
-    // not JSON: quote it as it is
-  }
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}
-
-/** The root cause of a connection error ("connect ECONNREFUSED 127.0.0.1:9"), not undici's "fetch failed". */
-function innermostMessage(error: Error): string {
-  let current: unknown = error;
-  let message = error.message;
-  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    if (current.message) message = current.message;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return message;
-}
-
-/** Retry-After (seconds or an HTTP date) or the non-standard retry-after-ms, in milliseconds. */
-function retryAfter(headers: Headers | undefined): number | undefined {
-  const ms = Number.parseFloat(headers?.get("retry-after-ms") ?? "");
-  if (Number.isFinite(ms) && ms >= 0) return ms;
-  const value = headers?.get("retry-after");
-  if (!value) return undefined;
-  const seconds = Number.parseFloat(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
-}
-
-/** A 200 whose body is not a chat completion is a broken server, not a model output. */
-function checkCompletion(completion: unknown, endpoint: string): ChatCompletion {
-  const c = completion as Partial<ChatCompletion> | null;
-  const message = Array.isArray(c?.choices) ? c.choices[0]?.message : undefined;
-  if (!c || typeof c !== "object" || !message || typeof message !== "object") {
-    const preview = typeof completion === "string" ? completion : JSON.stringify(completion);
-    throw new LlmixError("policy_failed", `openai policy: POST ${endpoint} returned no chat completion choice: ${String(preview).slice(0, 300)}`, {
-      url: endpoint,
-    });
-  }
-  return c as ChatCompletion;
 }
 
 /** The function definition OpenAI-compatible servers expect for one of the episode's tools. */
