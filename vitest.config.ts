@@ -2,8 +2,11 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 const CHAOS = "test/chaos.e2e.test.ts";
-/** Kills workers at moments set by the run's progress: it needs the machine to itself, like the chaos test. */
-const QUEUE_E2E = "test/rollout/queue.e2e.test.ts";
+/**
+ * Kill workers and enqueuers at moments set by a run's progress: they need the machine to themselves, like
+ * the chaos test, so they run one file at a time.
+ */
+const QUEUE_E2E = ["test/rollout/queue.e2e.test.ts", "test/rollout/queue-resume.e2e.test.ts"];
 
 export default defineConfig({
   resolve: {
@@ -19,11 +22,11 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
-      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, QUEUE_E2E, "**/node_modules/**"] } },
-      // The chaos test measures the service's latency under attack, and the queue test kills workers at
-      // moments set by the run's progress: each runs alone, after everything else.
+      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, ...QUEUE_E2E, "**/node_modules/**"] } },
+      // The chaos test measures the service's latency under attack, and the queue tests kill workers and
+      // enqueuers at moments set by a run's progress: each runs alone, after everything else.
       { extends: true, test: { name: "chaos", include: [CHAOS], sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: "queue-e2e", include: [QUEUE_E2E], sequence: { groupOrder: 2 } } },
+      { extends: true, test: { name: "queue-e2e", include: QUEUE_E2E, fileParallelism: false, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost, PRNG throughput,
  * environment latency, rollout throughput, trajectory-store insert rate, export rates, and the service
- * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions), and
- * the time the hacking analysis adds to `llmix check --all`.
+ * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions),
+ * distributed rollouts (1 vs 2 `llmix worker` processes on a Redis queue), and the time the hacking
+ * analysis adds to `llmix check --all`.
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
  * written to bench/out/ (untracked). `npm run bench -- --record` writes them to the tracked
  * bench/results.json and bench/RESULTS.md instead: the figures the docs quote, updated on purpose only.
@@ -19,6 +20,8 @@ import { formatNs, measure, type Measurement } from "./harness.js";
 import { codeRunnerLatency, type CodeRunnerLatency } from "./code-runner.js";
 import { envLatency, type EnvLatency } from "./env-latency.js";
 import { exportRates, type ExportRate } from "./export.js";
+import { fleetCost, type FleetCost } from "./fleet.js";
+import { queueRates, type QueueBench } from "./queue.js";
 import { rolloutRates, WARM_UP_EPISODES, type RolloutRate } from "./rollout.js";
 import { checkTime, type CheckTime } from "./check-time.js";
 import { rebuildCost, serviceRates, sessionMemory, type RebuildCost, type SessionMemory, type TransportRate } from "./service.js";
@@ -216,8 +219,8 @@ async function pipeline(): Promise<{ rollouts: RolloutRate[]; twoProcesses: numb
   const store = await storeInsertRate();
   console.log(`  ${Math.round(store.steps_per_s)} steps/s (median batch of ${store.episodes_per_batch} episodes x ${store.steps_per_episode} steps), x${store.ratio_to_baseline} the raw insert time; sustained ${Math.round(store.sustained_steps_per_s)} steps/s; streamed back ${Math.round(store.stream_steps_per_s)} steps/s`);
   const pgStore = store.postgres;
-  console.log("  PostgreSQL store (baseline: raw prepared multi-row INSERTs of the same rows, same run):");
-  console.log("error" in pgStore ? `  not measured: ${pgStore.error}` : `  ${pgStore.steps_per_s} steps/s (median batch; target ${pgStore.target_steps_per_s}), x${pgStore.ratio_to_baseline} the raw insert time; sustained ${pgStore.sustained_steps_per_s} steps/s; streamed back ${pgStore.stream_steps_per_s} steps/s`);
+  console.log("  PostgreSQL store (baselines: one raw COPY, and raw prepared multi-row INSERTs, of the same rows, same run):");
+  console.log("error" in pgStore ? `  not measured: ${pgStore.error}` : `  ${pgStore.steps_per_s} steps/s (median batch; target ${pgStore.target_steps_per_s}), x${pgStore.ratio_to_copy} the raw COPY time (${pgStore.copy_baseline_steps_per_s} steps/s), x${pgStore.ratio_to_baseline} the raw insert time (${pgStore.baseline_steps_per_s} steps/s); sustained ${pgStore.sustained_steps_per_s} steps/s; streamed back ${pgStore.stream_steps_per_s} steps/s`);
   console.log("\nExport rates (500 synthetic episodes x 20 steps)");
   const exports = await exportRates();
   for (const e of exports) console.log(`  ${e.format.padEnd(9)} ${Math.round(e.rows_per_s)} rows/s, ${e.mb_per_s} MB/s`);
@@ -241,6 +244,15 @@ console.log(`  infinite loop      p50 ${code.infinite_loop_step.p50_ms} ms  p99 
 
 const { rollouts, twoProcesses, store, exports } = await pipeline();
 
+// ---- distributed rollouts: llmix worker processes on a Redis queue ----------------------------------
+console.log("\nQueue throughput: billing-dispute, oracle, llmix rollout --queue with 1 vs 2 llmix worker processes (baseline: 1 worker)");
+const queue: QueueBench | { error: string } = await queueRates().catch((error: unknown) => ({ error: (error as Error).message }));
+if ("error" in queue) console.log(`  not measured: ${queue.error}`);
+else {
+  for (const q of queue.rates) console.log(`  ${q.workers} worker process${q.workers === 1 ? "" : "es"}: ${q.episodes_per_s} episodes/s (runs ${q.runs.join(", ")}), ${q.steps_per_s} steps/s, x${q.ratio}`);
+  console.log(`  2 workers reach x${queue.ratio} of 1 (medians of ${queue.repeats}; two separate local rollouts reach x${twoProcesses} of one here); ${queue.seconds} s`);
+}
+
 // ---- the service ----------------------------------------------------------------------------------
 console.log("\nService: step round trips, loaded by wrk (HTTP) and bench/native/wsload (WebSocket); baseline: a bare node:http JSON echo server under wrk, same run");
 const transports: TransportRate[] = await serviceRates();
@@ -251,6 +263,12 @@ const rebuild: RebuildCost = await rebuildCost();
 console.log(`  rebuild after a host kill: ${rebuild.rebuilt}/${rebuild.sessions} ${rebuild.env} sessions (${rebuild.steps_per_session} steps each) in ${rebuild.total_ms} ms, ${rebuild.ms_per_session} ms per session`);
 const memory: SessionMemory = await sessionMemory();
 console.log(`  ${memory.sessions} live ${memory.env} sessions: RSS ${memory.rss_before_mb} -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session), created at ${memory.create_per_s}/s`);
+
+// ---- a fleet of replicas sharing sessions through Redis ---------------------------------------------
+console.log("\nFleet: billing-dispute steps over HTTP (wrk) on llmix serve --fleet replicas; baseline: one llmix serve without a fleet, same run");
+const fleet: FleetCost[] | { error: string } = await fleetCost().catch((error: unknown) => ({ error: (error as Error).message }));
+if ("error" in fleet) console.log(`  not measured: ${fleet.error}`);
+else for (const f of fleet) console.log(`  ${f.case.padEnd(18)} c=${String(f.concurrency).padEnd(3)} ${String(f.steps_per_s).padStart(6)} steps/s  p50 ${f.p50_us} µs  p99 ${f.p99_us} µs  x${f.ratio_to_single}  errors ${f.errors}`);
 
 /** Markdown table cells cannot hold a bare "|". */
 function cellText(text: string): string {
@@ -265,7 +283,7 @@ console.log(`  ${checklist.envs} environments: ${checklist.with_hacking_s} s wit
 const recordResults = process.argv.includes("--record");
 const outDir = new URL(recordResults ? "./" : "./out/", import.meta.url);
 mkdirSync(outDir, { recursive: true });
-writeFileSync(new URL("./results.json", outDir), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, store, exports, service: transports, rebuild, session_memory: memory }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", outDir), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, queue, store, exports, service: transports, rebuild, session_memory: memory, fleet }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -306,14 +324,26 @@ const md = [
   "",
   `Every thread is measured after ${WARM_UP_EPISODES} warm-up episodes, except "new threads": threads started for the run, as one \`llmix rollout --workers 2\` starts them, JIT-compile the environment's code again while they run. Two separate \`--workers 1\` processes at once reach x${twoProcesses} of one process's steady rate.`,
   "",
-  "## Trajectory store (batched writeEpisodes; ratio to raw inserts of the same rows: better-sqlite3, or prepared multi-row INSERTs for PostgreSQL)",
+  "## Queue throughput (billing-dispute, oracle; `llmix rollout --queue` with `llmix worker` processes on Redis; ratio to 1 worker)",
+  "",
+  ...("error" in queue
+    ? [`Not measured: ${cellText(queue.error)}`]
+    : [
+      "| worker processes | episodes | episodes/s (median) | steps/s (median) | runs (episodes/s) | ratio |",
+      "|---|---|---|---|---|---|",
+      ...queue.rates.map((q) => `| ${q.workers} | ${q.episodes} | ${q.episodes_per_s} | ${q.steps_per_s} | ${q.runs.join(", ")} | ${q.ratio} |`),
+      "",
+      `Each worker process: \`--workers 1 --concurrency 4\`, warmed up by ${queue.warm_up_episodes_per_worker} episodes; a queue and a store of its own per measurement; medians of ${queue.repeats}. The two cores also run each worker's main thread, Redis and the enqueuer; two separate local rollouts at once reach x${twoProcesses} of one (above), the most two CPU-bound streams of these episodes get here.`,
+    ]),
+  "",
+  "## Trajectory store (batched writeEpisodes; ratio to raw inserts of the same rows: better-sqlite3, or for PostgreSQL one COPY, then prepared multi-row INSERTs)",
   "",
   "| store | steps/s (median batch) | sustained steps/s | ratio to raw insert time | stream read steps/s | step size |",
   "|---|---|---|---|---|---|",
   `| SQLite | ${Math.round(store.steps_per_s)} | ${Math.round(store.sustained_steps_per_s)} | ${store.ratio_to_baseline} | ${Math.round(store.stream_steps_per_s)} | ${store.step_bytes} B |`,
   "error" in store.postgres
     ? `| PostgreSQL | not measured: ${cellText(store.postgres.error)} | | | | |`
-    : `| PostgreSQL (target ${store.postgres.target_steps_per_s} steps/s) | ${store.postgres.steps_per_s} | ${store.postgres.sustained_steps_per_s} | ${store.postgres.ratio_to_baseline} | ${store.postgres.stream_steps_per_s} | ${store.postgres.step_bytes} B |`,
+    : `| PostgreSQL (target ${store.postgres.target_steps_per_s} steps/s) | ${store.postgres.steps_per_s} | ${store.postgres.sustained_steps_per_s} | ${store.postgres.ratio_to_copy} (COPY), ${store.postgres.ratio_to_baseline} (INSERT) | ${store.postgres.stream_steps_per_s} | ${store.postgres.step_bytes} B |`,
   "",
   "## Export rates (500 synthetic episodes x 20 steps)",
   "",
@@ -332,6 +362,18 @@ const md = [
   `Rebuild after a host is stopped: ${rebuild.rebuilt} of ${rebuild.sessions} ${rebuild.env} sessions (${rebuild.steps_per_session} steps each, replayed) rebuilt in ${rebuild.total_ms} ms: ${rebuild.ms_per_session} ms per session (${rebuild.lost} lost).`,
   "",
   `Memory: ${memory.sessions} live ${memory.env} sessions in one server: RSS ${memory.rss_before_mb} MB -> ${memory.rss_after_mb} MB (${memory.kb_per_session} KB per session; created at ${memory.create_per_s}/s).`,
+  "",
+  "## Fleet: the per-step cost of sharing sessions through Redis (ratio to one llmix serve without a fleet, same run)",
+  "",
+  ...("error" in fleet
+    ? [`Not measured: ${cellText(fleet.error)}`]
+    : [
+      "| case | concurrency | steps/s | p50 | p99 | errors | ratio to single |",
+      "|---|---|---|---|---|---|---|",
+      ...fleet.map((f) => `| ${f.case} | ${f.concurrency} | ${f.steps_per_s} | ${f.p50_us} µs | ${f.p99_us} µs | ${f.errors} | ${f.ratio_to_single} |`),
+      "",
+      "fleet-1-replica: every step on one replica (session affinity): the bookkeeping alone, a lock and a commit in Redis per step. fleet-2-replicas: two replicas at once, each stepping its own sessions, rates summed (this 2-core machine cannot scale them). fleet-ping-pong: one session, every step on the other replica (each replays the one action it missed), timed by one sequential client, against the same client on the single server.",
+    ]),
   "",
   "## QA checklist time (`check --all` with the example; budget 3 minutes)",
   "",

@@ -53,7 +53,7 @@ export interface RebuildCost {
   ms_per_session: number;
 }
 
-interface Server {
+export interface Server {
   url: string;
   port: number;
   proc: ChildProcess;
@@ -61,7 +61,7 @@ interface Server {
 }
 
 /** Start a child process and resolve with the first http://127.0.0.1:PORT it prints. */
-function startChild(args: string[]): Promise<Server> {
+export function startChild(args: string[]): Promise<Server> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
@@ -107,7 +107,7 @@ process.on("SIGTERM", () => server.close(() => process.exit(0)));
 // ---- the load generators ----------------------------------------------------------------------------
 
 /** wrk on the PATH, installed from Debian's packages when missing (the bench runs as root in CI and here). */
-function ensureWrk(): string {
+export function ensureWrk(): string {
   if (spawnSync("wrk", ["--version"]).error === undefined) return "wrk";
   console.log("  installing wrk (apt-get install wrk) ...");
   const install = spawnSync("sh", ["-c", "apt-get install -y -qq wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null)"], { stdio: "inherit" });
@@ -131,7 +131,7 @@ function ensureWsload(): string {
  * The wrk script: each thread steps its own share of the sessions in turn (SESSIONS, split across
  * THREADS), and counts answers that are not 2xx. done() prints one JSON line.
  */
-const WRK_SCRIPT = `
+export const WRK_SCRIPT = `
 local counter = 0
 function setup(thread)
   thread:set("tid", counter)
@@ -173,7 +173,7 @@ interface LoadResult {
 }
 
 /** wrk against `url`: `connections` connections over min(connections, 2) threads for `seconds`. */
-function runWrk(wrk: string, script: string, url: string, connections: number, seconds: number, env: { sessions: string[]; prefix: string; suffix: string; body: string }): LoadResult {
+export function runWrk(wrk: string, script: string, url: string, connections: number, seconds: number, env: { sessions: string[]; prefix: string; suffix: string; body: string }): LoadResult {
   const threads = Math.min(connections, 2);
   const out = execFileSync(wrk, ["-t", String(threads), "-c", String(connections), "-d", `${seconds}s`, "-s", script, url], {
     env: { ...process.env, SESSIONS: env.sessions.join(","), THREADS: String(threads), PATH_PREFIX: env.prefix, PATH_SUFFIX: env.suffix, BODY: env.body },
@@ -198,7 +198,7 @@ function runWsload(wsload: string, port: number, connections: number, seconds: n
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-function send(method: string, url: string, body?: unknown): Promise<unknown> {
+export function send(method: string, url: string, body?: unknown): Promise<unknown> {
   const data = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(url, { method, agent, headers: data === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, (res) => {
@@ -218,7 +218,7 @@ function send(method: string, url: string, body?: unknown): Promise<unknown> {
 const post = (url: string, body: unknown) => send("POST", url, body);
 
 /** `count` new sessions of `env` on distinct tasks, 16 at a time; their ids. */
-async function createSessions(server: Server, env: keyof typeof ENVS, count: number): Promise<string[]> {
+export async function createSessions(server: Server, env: keyof typeof ENVS, count: number): Promise<string[]> {
   const ids: string[] = new Array(count);
   await Promise.all(
     Array.from({ length: 16 }, async (_, lane) => {
@@ -231,7 +231,7 @@ async function createSessions(server: Server, env: keyof typeof ENVS, count: num
   return ids;
 }
 
-async function closeSessions(server: Server, ids: string[]): Promise<void> {
+export async function closeSessions(server: Server, ids: string[]): Promise<void> {
   for (let i = 0; i < ids.length; i += 64) await Promise.all(ids.slice(i, i + 64).map((id) => send("DELETE", `${server.url}/v1/sessions/${id}`).catch(() => undefined)));
 }
 
@@ -247,11 +247,11 @@ const ENVS = {
  * steps a run takes divided by 30, and four per connection at least, so no two connections of one wrk
  * thread ever step the same session at once.
  */
-function sessionsFor(connections: number, seconds: number): number {
+export function sessionsFor(connections: number, seconds: number): number {
   return Math.max(4 * connections, Math.ceil((15_000 * seconds) / 30));
 }
 
-function rate(r: LoadResult) {
+export function rate(r: LoadResult) {
   return { steps: r.requests, steps_per_s: Math.round(r.requests / r.seconds), p50_us: Math.round(r.p50_us), p99_us: Math.round(r.p99_us), errors: r.errors };
 }
 

@@ -300,7 +300,7 @@ export function registerRolloutCommands(program: Command): void {
     .option("--max-tokens <n>", "openai policy: completion tokens per turn", integer("--max-tokens", 1, 1_000_000))
     .option("--system-prompt <text>", "openai policy: a system message")
     .option("--queue <url>", "run the episodes on `llmix worker` processes through this Redis (redis://HOST:PORT[/DB]) instead of local threads", (v: string) => redisUrl(v, "--queue"))
-    .option("--queue-name <name>", "with --queue: the BullMQ queue's name", DEFAULT_QUEUE_NAME)
+    .option("--queue-name <name>", "with --queue: the BullMQ queue's name (to --resume a queued run, the one it used)", DEFAULT_QUEUE_NAME)
     .addOption(storeOption())
     .option("--json", "print JSON")
     .addOption(moduleOption())

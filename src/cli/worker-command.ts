@@ -7,7 +7,7 @@
 import { Option, type Command } from "commander";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { QueueWorker, type QueueWorkerEvent } from "../rollout/queue/queue-worker.js";
-import { DEFAULT_LOCK_MS, DEFAULT_QUEUE_NAME, displayRedisUrl, redisUrl } from "../rollout/queue/queue-names.js";
+import { DEFAULT_LOCK_MS, DEFAULT_QUEUE_NAME, displayRedisUrl, redisUrl, stalledCheckMs } from "../rollout/queue/queue-names.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { integer, print } from "./options.js";
 
@@ -31,11 +31,11 @@ export function registerWorkerCommand(program: Command): void {
     .option("--workers <t>", "worker threads that run the episodes", integer("--workers", 1, 64), 1)
     .option("--worker-memory <MiB>", "heap cap of each worker thread", integer("--worker-memory", MIN_WORKER_HEAP_MB, 1_048_576), DEFAULT_THREAD_HEAP_MB)
     .option("--queue-name <name>", "the BullMQ queue's name", DEFAULT_QUEUE_NAME)
-    .option("--lock-ms <ms>", "lock duration of a job: a worker silent this long (killed) has its jobs taken by others", integer("--lock-ms", 500, 3_600_000), DEFAULT_LOCK_MS)
+    .option("--lock-ms <ms>", "lock duration of a job: a worker silent this long (killed, cut off) has its jobs taken by others", integer("--lock-ms", 500, 3_600_000), DEFAULT_LOCK_MS)
     .option("--report-every <n>", "print a line every n episodes", integer("--report-every", 1, 1_000_000), 100)
     .action(async (flags: WorkerFlags) => {
       const where = `queue ${flags.queueName} on ${displayRedisUrl(flags.redis)}`;
-      print(`llmix worker: started (pid ${process.pid}), ${flags.workers} thread${flags.workers === 1 ? "" : "s"} × ${flags.concurrency} episodes, ${where}, lock ${flags.lockMs} ms`);
+      print(`llmix worker: started (pid ${process.pid}), ${flags.workers} thread${flags.workers === 1 ? "" : "s"} × ${flags.concurrency} episodes, ${where}, lock ${flags.lockMs} ms (stall check every ${stalledCheckMs(flags.lockMs)} ms)`);
       const onEvent = (event: QueueWorkerEvent) => {
         switch (event.type) {
           case "connected":

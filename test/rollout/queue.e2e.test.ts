@@ -7,8 +7,8 @@
  * (Up to three kills: a fast run can end before the third; at least one is required.)
  *
  * Size: the 400 episodes issue 16 asks for (groups of 4), one in flight per worker, so the run outlasts
- * three kills and their ~2-6 s stall recoveries (LLMIX_QUEUE_E2E_EPISODES changes it; documented in
- * docs/scale-out.md, "Checking a deployment"). Without Redis it fails, never skips.
+ * three kills and their ~2-4 s stall recoveries (a 2 s lock, checked every 0.5 s) (LLMIX_QUEUE_E2E_EPISODES
+ * changes it; documented in docs/scale-out.md, "Checking a deployment"). Without Redis it fails, never skips.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { randomBytes } from "node:crypto";

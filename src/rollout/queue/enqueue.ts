@@ -29,13 +29,28 @@ export interface QueueTarget {
   prefix?: string;
   /** How often the queue is polled for finished jobs (default 250 ms). */
   pollMs?: number;
+  /** How often jobs Redis lost are added again (default 15 s). */
+  reenqueueMs?: number;
 }
 
 /** How often the missing jobs are added again, in case Redis lost them (a restart without persistence). */
 const REENQUEUE_MS = 15_000;
 
+/** Every state a job can be in (BullMQ's names). */
+const JOB_STATES = ["waiting", "prioritized", "waiting-children", "delayed", "active", "completed", "failed"] as const;
+
 /** Jobs fetched from Redis at a time. */
 const FETCH_CHUNK = 50;
+
+/**
+ * The length BullMQ trims the queue's event stream to (approximately: Redis trims whole stream nodes).
+ * Nothing here reads the events (the enqueuer polls the job sets), but every job adds about five,
+ * its "completed" one carrying the whole stored episode: at BullMQ's default of 10,000 a queue kept the
+ * last ~2,000 episodes a second time in Redis (19 MB per 1,000 oracle episodes of billing-dispute; far
+ * more with an LLM's token ids and logprobs). The enqueuer sets it on the queue (BullMQ's meta hash),
+ * which the workers' scripts read.
+ */
+export const EVENTS_MAX_LEN = 1000;
 
 /** Add one job per episode, its id the episode's; an id already in the queue is left as it is (idempotent). */
 export async function enqueueEpisodes(queue: Queue, jobs: readonly EpisodeJob[], config: RolloutConfig, policyOptions?: PolicySpecOptions["openai"]): Promise<void> {
@@ -57,10 +72,14 @@ export class QueueExecutor implements EpisodeExecutor {
   /** Enqueue `jobs`, collect their results (also those finished earlier), drop leftovers of stored episodes. */
   async run(jobs: readonly EpisodeJob[], options: ExecutorOptions): Promise<void> {
     await checkRedis(this.target.redisUrl);
-    const queue = new Queue(this.target.queueName ?? DEFAULT_QUEUE_NAME, { connection: connectionOf(this.target.redisUrl), prefix: this.target.prefix });
+    const queue = new Queue(this.target.queueName ?? DEFAULT_QUEUE_NAME, {
+      connection: connectionOf(this.target.redisUrl),
+      prefix: this.target.prefix,
+      streams: { events: { maxLen: EVENTS_MAX_LEN } },
+    });
     queue.on("error", () => undefined);
     try {
-      await new Collection(queue, jobs, options, this.target.pollMs ?? 250).run();
+      await new Collection(queue, jobs, options, this.target.pollMs ?? 250, this.target.reenqueueMs ?? REENQUEUE_MS).run();
     } finally {
       await queue.close();
     }
@@ -73,6 +92,8 @@ class Collection {
   private readonly outstanding = new Map<string, EpisodeJob>();
   /** Job ids whose results were handed to the store (a later sighting is a duplicate, ignored). */
   private readonly collected = new Set<string>();
+  /** Job ids of the run's episodes stored before this invocation: a job of one is a leftover, dropped. */
+  private readonly stored: Set<string>;
   private readonly writes: Array<Promise<void>> = [];
   private failure: unknown = null;
 
@@ -81,21 +102,25 @@ class Collection {
     private readonly jobs: readonly EpisodeJob[],
     private readonly options: ExecutorOptions,
     private readonly pollMs: number,
+    private readonly reenqueueMs: number,
   ) {
     for (const job of jobs) this.outstanding.set(jobIdOf(job.episode_id), job);
+    this.stored = new Set(options.storedIds.map(jobIdOf));
   }
 
   async run(): Promise<void> {
     // Jobs of episodes stored already: an earlier enqueuer stored them and stopped before removing them.
-    await Promise.all(this.options.storedIds.map((id) => this.queue.remove(jobIdOf(id)).catch(() => 0)));
+    // Only the jobs in the queue are looked at (one listing), not every stored episode of a long run.
+    if (this.stored.size > 0) await this.drop(await this.queue.getRanges([...JOB_STATES], 0, -1, true));
     // Results that finished while no enqueuer was alive; failed jobs of an earlier attempt are retried.
     await this.sweep(true);
     await this.enqueue();
     let lastEnqueue = Date.now();
-    while (this.outstanding.size > this.pending() && this.failure === null) {
+    // Until every episode has been handed to the store (each id is collected once).
+    while (this.collected.size < this.jobs.length && this.failure === null) {
       await new Promise((resolve) => setTimeout(resolve, this.pollMs));
       await this.sweep(false);
-      if (Date.now() - lastEnqueue >= REENQUEUE_MS) {
+      if (Date.now() - lastEnqueue >= this.reenqueueMs) {
         await this.enqueue();
         lastEnqueue = Date.now();
       }
@@ -105,25 +130,32 @@ class Collection {
   }
 
   /**
-   * Add a job for every episode not collected yet. A job id already in the queue (waiting, running,
-   * finished) is left as it is by BullMQ, so this is safe to repeat: it brings back jobs Redis lost.
+   * Add a job for every episode not collected yet whose job is not in the queue: the ids in the queue
+   * are listed first (one script, ids only), so repeating this costs a listing, not every outstanding
+   * job's payload (and a "duplicated" event for each). It brings back jobs Redis lost: no job of an
+   * episode not collected yet leaves the queue otherwise (the enqueuer alone removes jobs, once their
+   * episode is collected, and a failed job of an earlier attempt just before this). BullMQ leaves a job
+   * whose id is in the queue as it is, so adding one that is there after all does nothing.
    */
   private async enqueue(): Promise<void> {
-    const fresh = this.jobs.filter((j) => this.outstanding.has(jobIdOf(j.episode_id)) && !this.collected.has(jobIdOf(j.episode_id)));
+    const missing = this.jobs.filter((j) => this.outstanding.has(jobIdOf(j.episode_id)) && !this.collected.has(jobIdOf(j.episode_id)));
+    if (missing.length === 0) return;
+    const present = new Set(await this.queue.getRanges([...JOB_STATES], 0, -1, true));
+    const fresh = missing.filter((j) => !present.has(jobIdOf(j.episode_id)) && !this.collected.has(jobIdOf(j.episode_id)));
     await enqueueEpisodes(this.queue, fresh, this.options.config, this.options.policyOptions);
   }
 
-  /** Results handed to the store whose write has not finished yet. */
-  private pending(): number {
-    let n = 0;
-    for (const id of this.collected) if (this.outstanding.has(id)) n++;
-    return n;
+  /** Remove the jobs among `ids` whose episodes were stored before this invocation (one still running stays, and is dropped once finished). */
+  private async drop(ids: readonly string[]): Promise<void> {
+    await Promise.all(ids.filter((id) => this.stored.has(id)).map((id) => this.queue.remove(id).catch(() => 0)));
   }
 
-  /** Collect this run's finished jobs: store completed ones, record or retry failed ones. */
+  /** Collect this run's finished jobs: store completed ones, record or retry failed ones; drop leftovers of stored episodes. */
   private async sweep(initial: boolean): Promise<void> {
     for (const state of ["completed", "failed"] as const) {
-      const ids = (await this.queue.getRanges([state], 0, -1, true)).filter((id) => this.outstanding.has(id) && !this.collected.has(id));
+      const finished = await this.queue.getRanges([state], 0, -1, true);
+      if (this.stored.size > 0) await this.drop(finished);
+      const ids = finished.filter((id) => this.outstanding.has(id) && !this.collected.has(id));
       for (let i = 0; i < ids.length; i += FETCH_CHUNK) {
         const found = await Promise.all(ids.slice(i, i + FETCH_CHUNK).map((id) => Job.fromId(this.queue, id)));
         for (const job of found) if (job?.id) await this.finished(job, state, initial);

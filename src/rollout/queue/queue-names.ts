@@ -9,8 +9,29 @@ import { LlmixError, ValidationError } from "../../core/errors.js";
 /** The queue's name when `--queue-name` is not given. */
 export const DEFAULT_QUEUE_NAME = "llmix-episodes";
 
-/** How long a worker's lock on a job lasts without renewal; a job whose lock expired is stalled. */
-export const DEFAULT_LOCK_MS = 30_000;
+/**
+ * How long a worker's lock on a job lasts without renewal; a job whose lock expired is stalled. It bounds
+ * how long a worker may be silent (no renewal reached Redis), not how long an episode may take: a
+ * worker's main thread renews its jobs' locks every lock/4 to lock/2 while the episodes run on other
+ * threads, however long they are. 10 s tolerates seconds of silence (GC, a busy machine, a Redis blip)
+ * and lets a dead worker's jobs run elsewhere ~10 s after it died (docs/scale-out.md, "Stalled jobs").
+ */
+export const DEFAULT_LOCK_MS = 10_000;
+
+/** The longest wait between two stall checks of a worker, whatever its lock. */
+export const MAX_STALLED_CHECK_MS = 5_000;
+
+/**
+ * How often a worker checks for stalled jobs, given the lock duration: a quarter of it, at most 5 s.
+ * A check moves a job back to the queue only when its lock is gone, so checking more often than a lock
+ * lasts never takes a live worker's job: it only shortens the wait between a dead worker's locks
+ * lapsing and its jobs being handed on, to at most this interval (with a check every lock, as before,
+ * that wait was up to two lock durations: a 30 s lock took 46-59 s to recover, a 2 s lock 4.9-5.7 s).
+ * One check per interval runs for the whole queue (BullMQ's stalled-check key), so it is cheap.
+ */
+export function stalledCheckMs(lockMs: number): number {
+  return Math.max(1, Math.min(Math.round(lockMs / 4), MAX_STALLED_CHECK_MS));
+}
 
 /** BullMQ's name of a job: every job of the queue is one episode. */
 export const EPISODE_JOB_NAME = "episode";

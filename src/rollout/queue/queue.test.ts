@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { Queue, Worker as BullWorker } from "bullmq";
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { builtinRegistry } from "../../envs/index.js";
 import type { StoredEpisode } from "../../store/types.js";
@@ -150,6 +151,32 @@ describe("enqueue and collect", () => {
     await new QueueExecutor({ redisUrl: REDIS, queueName: name, pollMs: 50 }).run(rest, options);
     expect(results.map((r) => r.episode.episode_id).sort()).toEqual(rest.map((j) => j.episode_id).sort());
     expect(await queue.getCompletedCount()).toBe(0);
+  });
+
+  it("adds again, and only, the jobs Redis lost while the run goes on (one fresh job each, nothing duplicated)", async () => {
+    const { name, queue } = testQueue();
+    const c = config({ n: 6, group: 2 });
+    const jobs = plan("run-lost", c);
+    const { options, results } = collector(c);
+    const events: QueueWorkerEvent[] = [];
+    const run = new QueueExecutor({ redisUrl: REDIS, queueName: name, pollMs: 50, reenqueueMs: 300 }).run(jobs, options);
+    await until(async () => (await queue.getWaitingCount()) === jobs.length);
+    // Redis loses two waiting jobs (a restart without persistence loses them all; two are enough here).
+    const lost = jobs.slice(0, 2).map((j) => jobIdOf(j.episode_id));
+    for (const id of lost) await queue.remove(id);
+    await until(async () => (await Promise.all(lost.map((id) => queue.getJob(id)))).every((j) => j !== undefined), 5000);
+    // A few more rounds: the jobs still there are not sent again (BullMQ would log a "duplicated" event for each).
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await queue.getWaitingCount()).toBe(jobs.length);
+    const redis = new Redis(REDIS);
+    closers.push(async () => redis.disconnect());
+    const stream = await redis.xrange(`bull:${name}:events`, "-", "+");
+    expect(stream.filter(([, fields]) => fields.includes("duplicated"))).toEqual([]);
+    await startWorker(name, events);
+    await run;
+    expect(results.map((r) => r.episode.episode_id).sort()).toEqual(jobs.map((j) => j.episode_id).sort());
+    expect(events.filter((e) => e.type === "episode")).toHaveLength(jobs.length);
+    expect(await queue.getJobCounts("waiting", "active", "completed", "failed")).toEqual({ waiting: 0, active: 0, completed: 0, failed: 0 });
   });
 });
 
