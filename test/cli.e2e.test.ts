@@ -37,9 +37,9 @@ describe("llmix CLI", () => {
       "random-policy", "probe:claims-done", "probe:order-everything", "reward-bounds", "truncation", "tool-schemas", "task-diversity", "train-eval-disjoint"]) {
       expect(stdout).toMatch(new RegExp(`PASS\\s+${name.replace(":", "\\:")}\\s`));
     }
-    expect(stdout).toContain("all 25 checks passed");
+    expect(stdout).toContain("all 26 checks passed");
     // The environment is named above its table as well as in the verdict under it.
-    expect(stdout.split("\n")[0]).toBe("inventory-restock@1.0.0: 25 checks");
+    expect(stdout.split("\n")[0]).toBe("inventory-restock@1.0.0: 26 checks");
   });
 
   it("check --module type-checks TypeScript first: a type error is reported as such, before anything runs", () => {
@@ -67,7 +67,7 @@ describe("llmix CLI", () => {
     expect(code).toBe(0);
     expect(stdout).not.toMatch(/\bsensitivity\b/);
     expect(stdout).toMatch(/PASS\s+tool-crash\s/);
-    expect(stdout).toContain("all 19 checks passed");
+    expect(stdout).toContain("all 20 checks passed");
   });
 
   it("check --json reports figures", () => {

@@ -177,6 +177,7 @@ interface RolloutFlags {
   seed: number;
   timeout: number;
   maxSteps?: number;
+  envOptions?: string;
   checkpoint?: string;
   runId?: string;
   resume?: string;
@@ -205,6 +206,7 @@ function configOf(flags: RolloutFlags): RolloutConfig {
   const taskIds = [...(flags.task ?? []), ...(flags.tasksFile ? readTaskFile(flags.tasksFile, flags.env) : [])];
   const sampler = samplerOf(flags);
   const envOptions: Record<string, JsonValue> = {};
+  if (flags.envOptions !== undefined) Object.assign(envOptions, parseEnvOptions(flags.envOptions));
   if (flags.maxSteps !== undefined) envOptions.maxSteps = flags.maxSteps;
   return {
     env: flags.env as string,
@@ -222,6 +224,18 @@ function configOf(flags: RolloutFlags): RolloutConfig {
     advantage_on: flags.advantageOn as AdvantageOn,
     ...(sampler ? { sampler } : {}),
   };
+}
+
+/** --env-options: a JSON object (kept in the run's config, so a resume, a replay and a reverify use the same). */
+function parseEnvOptions(text: string): Record<string, JsonValue> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError("invalid_argument", `--env-options must be a JSON object: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw new ValidationError("invalid_argument", "--env-options must be a JSON object, e.g. {\"maxSteps\": 20}");
+  return value as Record<string, JsonValue>;
 }
 
 /** The run's sampler from --mix FILE (a mix or schedule) or --curriculum FILE (a curriculum), as JSON specs (docs/tasks.md). */
@@ -291,6 +305,7 @@ export function registerRolloutCommands(program: Command): void {
     .option("--seed <s>", "seed of task sampling and episode seeds", integer("--seed", 0, 0x7fffffff), 0)
     .option("--timeout <seconds>", "per-episode wall-clock limit (a worker thread an episode keeps past it is stopped)", number("--timeout"), 600)
     .option("--max-steps <n>", "override the environment's step budget", integer("--max-steps", 1, 100_000))
+    .option("--env-options <json>", 'options every environment instance is created with, a JSON object (e.g. billing-dispute: {"communicationJudge": {"baseURL": "http://127.0.0.1:8000/v1", "model": "..."}})')
     .option("--checkpoint <name>", "policy checkpoint recorded with every step")
     .option("--run-id <id>", "id of the new run (default run-<time>-<random>)")
     .option("--resume <run>", "finish an interrupted run: only its missing episodes run (its --module files are loaded again)")

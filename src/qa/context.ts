@@ -9,6 +9,8 @@ import { fingerprint } from "../core/json.js";
 import type { Policy } from "../core/policy.js";
 import type { AnyEnvironment, EnvironmentEntry } from "../core/registry.js";
 import { runPolicy, type Transition } from "../core/run-policy.js";
+import { liftedFailures } from "../rewards/judged.js";
+import type { VerifierResult } from "../rewards/verifier.js";
 import { sampleTaskIds } from "../tasks/splits.js";
 
 /** A trajectory that shows why a check failed: where it ran and the actions that led there. */
@@ -25,7 +27,7 @@ export interface Evidence {
 }
 
 /** What the audit records, by the check that reports it. */
-export type AuditKind = "tool-crash" | "verifier-error" | "failed-call-atomicity" | "undeclared-component";
+export type AuditKind = "tool-crash" | "verifier-error" | "failed-call-atomicity" | "undeclared-component" | "judge-lift";
 
 /** One played episode. */
 export interface Episode {
@@ -230,6 +232,10 @@ export class CheckContext {
         if (verdict) ctx.audited.verdicts++;
         const verr = (info.verifier_error ?? verdict?.details?.verifier_error) as { code?: string; message?: string; stack?: string } | undefined;
         if (verr) ctx.record("verifier-error", evidence(`the verifier threw on step ${where.actions.length}: ${verr.code ?? "error"}: ${verr.message ?? ""}`, verr.stack));
+        // A judge or reward model that raised a verified failure (rewards/judged.ts): a model's opinion became reward.
+        for (const lift of verdict ? liftedFailures(verdict as VerifierResult) : []) {
+          ctx.record("judge-lift", evidence(`step ${where.actions.length}: at ${lift.path}, a judge combined by "${lift.combine}" lifted a verified failure (verified ${lift.verified}) to ${lift.score}`));
+        }
         return result;
       },
     };

@@ -78,31 +78,37 @@ export interface JudgeVerdict {
 const DEFAULTS = { timeoutMs: 60_000, maxRetries: 3, retryBaseDelayMs: 500, retryMaxDelayMs: 8_000, apiKey: "EMPTY", concurrency: 4, maxInputChars: 100_000 } as const;
 const ID = /^[a-z0-9_-]{1,64}$/;
 
-/** A verifier that asks a judge model to grade `render(input)` against `rubric`. */
-export function judgeVerifier<I>(name: string, rubric: Rubric, render: (input: I) => string, options: JudgeOptions): Verifier<I> {
-  checkRubric(rubric);
+/**
+ * A verifier that asks a judge model to grade `render(input)` against `rubric` (or the rubric of each
+ * input, when it depends on the case: its facts are part of the cache key like everything judged).
+ */
+export function judgeVerifier<I>(name: string, rubricOf: Rubric | ((input: I) => Rubric), render: (input: I) => string, options: JudgeOptions): Verifier<I> {
+  if (typeof rubricOf !== "function") checkRubric(rubricOf);
   const server: ChatServerConfig = { ...DEFAULTS, ...options.server };
   const client = chatClient(server, { code: "verifier_failed", label: `judge ${name}` });
   const limit = slots(`${server.baseURL}|${server.model}`, options.concurrency ?? DEFAULTS.concurrency);
-  const rubricKey = `${rubric.name}@${rubric.version}`;
-  const threshold = rubric.threshold ?? 1;
   return {
     name,
     async verify(input: I): Promise<VerifierResult> {
+      const rubric = typeof rubricOf === "function" ? rubricOf(input) : rubricOf;
+      if (typeof rubricOf === "function") checkRubric(rubric);
+      const rubricKey = `${rubric.name}@${rubric.version}`;
+      const threshold = rubric.threshold ?? 1;
       const full = render(input);
       if (typeof full !== "string") throw new LlmixError("verifier_failed", `judge ${name}: render() must return the text to judge`);
       const max = options.maxInputChars ?? DEFAULTS.maxInputChars;
       const text = full.length > max ? full.slice(0, max) : full;
       const key = createHash("sha256").update(canonicalJson({ model: server.model, rubric, input: text })).digest("hex");
+      // Whether the verdict came from the cache is not part of the result: a replay must answer what the
+      // recording did, byte for byte.
       let verdict = options.cache.get(key);
-      const cached = verdict !== undefined;
       if (!verdict) {
         if (options.cacheOnly) throw new LlmixError("verifier_failed", `judge ${name}: no cached verdict for this input (${key.slice(0, 12)}) and model calls are off (cache only)`, { key });
         verdict = await limit(() => judge(client, server.model, rubric, rubricKey, key, text, full.length > max, options.pricing));
         options.cache.put(key, verdict);
       }
       const score = verdict.score;
-      return { score, passed: score >= threshold, details: { verdict: verdict as unknown as JsonValue, cached } };
+      return { score, passed: score >= threshold, details: { verdict: verdict as unknown as JsonValue } };
     },
   };
 }

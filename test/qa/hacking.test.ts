@@ -8,7 +8,7 @@ import { runChecks, type CheckReport, type CheckResult } from "../../src/index.j
 import type { EnvironmentEntry } from "../../src/core/registry.js";
 import { makeLedger } from "../fixtures/hackable-base.js";
 
-const HACKING = ["goal-conditions", "sensitivity", "invariance", "robustness", "leakage", "memorization", "task-space", "tool-crash", "verifier-error", "failed-call-atomicity", "undeclared-component"];
+const HACKING = ["goal-conditions", "sensitivity", "invariance", "robustness", "leakage", "memorization", "task-space", "tool-crash", "verifier-error", "failed-call-atomicity", "undeclared-component", "judge-lift"];
 
 async function check(fixture: string | EnvironmentEntry): Promise<CheckReport> {
   const entry = typeof fixture === "string" ? ((await import(`../fixtures/hackable-${fixture}.ts`)) as { default: EnvironmentEntry }).default : fixture;
@@ -39,6 +39,7 @@ describe("hacking analysis", () => {
     ["verifier-error", "verifier-error", /the verifier threw on step \d+: verifier_failed/],
     ["atomicity", "failed-call-atomicity", /refund\(.*\) ended error .* but changed the world/],
     ["undeclared", "undeclared-component", /undeclared reward component "politeness"/],
+    ["judge-lift", "judge-lift", /a judge combined by "blend" lifted a verified failure \(verified 0\) to 0\.6/],
     ["lenient", "sensitivity", /drop call \d \(refund\): likely exploit/],
     ["negation", "sensitivity", /negated false claim appended .*Don't worry.*likely exploit/],
     ["wording", "invariance", /numbers spelled out: lost outcome/],

@@ -10,7 +10,10 @@ import type { JsonValue } from "../../core/json.js";
 import type { HackingHooks } from "../../core/hacking.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
 import type { Rng } from "../../core/rng.js";
-import { runVerifier, type VerifierResult } from "../../rewards/verifier.js";
+import { ValidationError } from "../../core/errors.js";
+import { judgeVerifier } from "../../rewards/judge.js";
+import { SqliteJudgeCache } from "../../rewards/judge-cache.js";
+import { runVerifier, type Verifier, type VerifierResult } from "../../rewards/verifier.js";
 import type { ToolOverrides } from "../../tools/profile.js";
 import { initialCustomerState, longDate, ScriptedCustomer, type CustomerEnd, type CustomerModel } from "./customer.js";
 import { evidenceOf, REFUSAL } from "./evidence.js";
@@ -19,14 +22,24 @@ import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from 
 import { QUERIES } from "./queries.js";
 import { billingTasks, ENV_ID, type ScenarioOptions, type Task } from "./tasks.js";
 import { TOOLS, violate } from "./tools.js";
-import { billingState, outcomeVerifier, type BillingState } from "./verifier.js";
+import { billingState, communicationRubric, judgedOutcomeVerifier, outcomeVerifier, renderConversation, type BillingState, type VerifyInput } from "./verifier.js";
 import { restoreWorld, snapshotWorld, worldSchema } from "./snapshot.js";
 import { capOf, createDatabase, type Session, type World } from "./world.js";
 
 /** Constructor options: the standard ones plus an optional forced scenario (tests, curricula). */
 export interface BillingDisputeOptions extends EnvironmentOptions {
   scenario?: ScenarioOptions;
+  /**
+   * Score the communication with a rubric judge (src/rewards/judge.ts) at this OpenAI-compatible
+   * endpoint instead of the rules. Verdicts are cached in `cachePath` (default
+   * ./llmix-data/judge-cache.db): a replay or reverify of a judged episode makes no model call, and
+   * `cacheOnly` makes one that would an error.
+   */
+  communicationJudge?: { baseURL: string; model: string; apiKey?: string; cachePath?: string; cacheOnly?: boolean; timeoutMs?: number; maxRetries?: number };
 }
+
+/** One judge cache per file in a thread (environments are created per episode). */
+const judgeCaches = new Map<string, SqliteJudgeCache>();
 
 /** Why the policy allows no more than it does, by remedy: what the reference solver says to a customer who pushes. */
 const POLICY_REASON: Record<RemedyKind, string> = {
@@ -71,12 +84,14 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
   };
   readonly tasks;
   private readonly scenarioKey: string;
+  private readonly verifier: Verifier<VerifyInput>;
   private schema?: z.ZodType;
 
   constructor(options: BillingDisputeOptions = {}) {
     super(options);
     this.tasks = billingTasks(options.scenario ?? {});
     this.scenarioKey = `${options.scenario?.family ?? "*"}|${options.scenario?.variant ?? "*"}`;
+    this.verifier = options.communicationJudge ? judgedOutcomeVerifier(communicationJudge(options.communicationJudge)) : outcomeVerifier;
   }
 
   protected override startTime(task: Task): number {
@@ -194,7 +209,7 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
   }
 
   protected evaluate(episode: Episode<Task, World>): Promise<VerifierResult> {
-    return runVerifier(outcomeVerifier, {
+    return runVerifier(this.verifier, {
       task: episode.task,
       db: episode.world.db,
       session: episode.world.session,
@@ -426,4 +441,16 @@ export function disclosedDetails(message: string, task: Task, session: Session):
   if (lower.includes(me.email.toLowerCase()) && session.customer.revealed.email?.toLowerCase() !== me.email.toLowerCase()) out.push("the email on file");
   if (new RegExp(`(^|\\D)${me.card_last4}(\\D|$)`).test(message) && session.customer.revealed.card_last4 !== me.card_last4) out.push("the card digits on file");
   return out;
+}
+
+/** The communication judge of the `communicationJudge` option. */
+function communicationJudge(options: NonNullable<BillingDisputeOptions["communicationJudge"]>): Verifier<VerifyInput> {
+  if (!options || typeof options.baseURL !== "string" || typeof options.model !== "string") {
+    throw new ValidationError("invalid_config", 'communicationJudge needs {"baseURL": "http://.../v1", "model": "..."}');
+  }
+  const path = options.cachePath ?? "./llmix-data/judge-cache.db";
+  let cache = judgeCaches.get(path);
+  if (!cache) judgeCaches.set(path, (cache = new SqliteJudgeCache(path)));
+  const { cachePath: _path, cacheOnly, ...server } = options;
+  return judgeVerifier("communication", communicationRubric, renderConversation, { server, cache, cacheOnly });
 }

@@ -15,12 +15,14 @@ import type { JsonValue } from "../../core/json.js";
 import { canonicalJson } from "../../core/json.js";
 import { dumpDatabase, type Row } from "../../sandboxes/database.js";
 import { gate, product } from "../../rewards/compose.js";
+import type { Rubric } from "../../rewards/judge.js";
+import { judged } from "../../rewards/judged.js";
 import { stateDiff, type StateDiffOutcome } from "../../rewards/state-diff.js";
 import { defineVerifier, type Verifier } from "../../rewards/verifier.js";
 import type { CallRecord } from "../../core/environment.js";
 import { evidenceFor, evidenceOf, saidAfter, toldItems } from "./evidence.js";
 import { noteAfterChange } from "./goals.js";
-import { COMMUNICATION } from "./policy.js";
+import { COMMUNICATION, formatUsd } from "./policy.js";
 import type { Task } from "./tasks.js";
 import type { ActionRecord, Session, Violation } from "./world.js";
 import type { SqlDatabase } from "../../sandboxes/database.js";
@@ -157,3 +159,29 @@ const communication = defineVerifier<VerifyInput>("communication", (input) => {
 
 /** The outcome verifier of the environment. */
 export const outcomeVerifier: Verifier<VerifyInput> = gate("outcome", compliance, product("resolution", [state, communication]));
+
+/**
+ * The outcome verifier with the communication scored by a rubric judge instead of the rules (an
+ * option: the rules stay the default, for determinism). The judge sits inside the verified parts: the
+ * state it multiplies (`judged`, combine "gate") and compliance gating everything, so it can lower a
+ * resolved dispute, never lift one that was not.
+ */
+export function judgedOutcomeVerifier(judge: Verifier<VerifyInput>): Verifier<VerifyInput> {
+  return gate("outcome", compliance, judged("resolution", state, judge, { combine: "gate" }));
+}
+
+/** The communication rubric of a case: one criterion per item the policy requires the agent to tell (COMMUNICATION). */
+export function communicationRubric(input: VerifyInput): Rubric {
+  const e = input.task.expected;
+  return {
+    name: "billing-dispute-communication",
+    version: "1",
+    instructions: `A support agent's conversation with a customer about a disputed charge. The policy's remedy in this case: ${e.kind}${e.amount_cents > 0 ? ` of ${formatUsd(e.amount_cents)}` : ""}. Judge only what the agent told the customer.`,
+    criteria: COMMUNICATION[e.kind].map((item, i) => ({ id: `item_${i + 1}`, description: `The agent tells the customer ${item}.` })),
+  };
+}
+
+/** The conversation as the judge reads it: each utterance on its own line, by speaker. */
+export function renderConversation(input: VerifyInput): string {
+  return input.session.transcript.map((u) => `${u.from === "agent" ? "Agent" : "Customer"}: ${u.text}`).join("\n");
+}

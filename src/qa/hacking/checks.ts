@@ -400,4 +400,5 @@ export const AUDIT_CHECKS: Record<string, Check> = {
   "verifier-error": auditCheck("verifier-error", (c) => `${c.audited.verdicts} verdicts in ${c.audited.episodes} episodes: no verifier error`, "verifier errors"),
   "failed-call-atomicity": auditCheck("failed-call-atomicity", (c) => `${c.audited.failed_calls} failed or denied calls left the world unchanged`, "failed calls changed the world"),
   "undeclared-component": auditCheck("undeclared-component", (c) => `${c.audited.steps} steps: no undeclared reward component`, "steps emitted an undeclared reward component"),
+  "judge-lift": auditCheck("judge-lift", (c) => `${c.audited.verdicts} verdicts: no judge or reward model lifted a verified failure`, "verdicts where a judge lifted a verified failure"),
 };

@@ -1,0 +1,87 @@
+/**
+ * billing-dispute with its communication scored by a rubric judge (issue 18): a rollout through the
+ * CLI against a local OpenAI-compatible judge stores each verdict with its evidence, `llmix show`
+ * prints it, and a replay and a reverify of the judged run make no model call (the verdicts are
+ * cached). A judge that answers garbage scores the episode 0 with the error recorded, never a pass.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/sqlite-store.js";
+import { say, startOpenAIServer, type RecordedRequest } from "../fixtures/openai-server.js";
+
+const dir = mkdtempSync(join(tmpdir(), "llmix-judged-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const bin = join(process.cwd(), "dist/cli/bin.js");
+/** Run the CLI without blocking this process (the judge server answers from its event loop). */
+function cli(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** A judge that passes every criterion, quoting the start of the agent's last message as evidence. */
+function fairJudge(request: RecordedRequest) {
+  const schema = (request.body.response_format as { json_schema: { schema: { properties: { criteria: { items: { properties: { id: { enum: string[] } } } } } } } }).json_schema.schema;
+  const ids = schema.properties.criteria.items.properties.id.enum;
+  const user = request.body.messages?.find((m) => m.role === "user")?.content ?? "";
+  const agent = user.split("\n").filter((line) => line.startsWith("Agent: ")).at(-1) ?? "";
+  const evidence = agent.slice("Agent: ".length, "Agent: ".length + 30);
+  return say(JSON.stringify({ criteria: ids.map((id) => ({ id, passed: true, evidence })) }));
+}
+
+describe("a rollout judged by a rubric judge", () => {
+  it("stores verdicts with evidence, shows them, and replays and reverifies without a model call", async () => {
+    const judge = await startOpenAIServer((request) => fairJudge(request));
+    try {
+      const store = join(dir, "llmix.db");
+      const options = JSON.stringify({ communicationJudge: { baseURL: judge.url, model: "judge-1", cachePath: join(dir, "judge.db"), maxRetries: 0 } });
+      const run = await cli("rollout", "--env", "billing-dispute", "--policy", "oracle", "-n", "3", "--difficulty", "easy", "--env-options", options, "--run-id", "judged", "--store", store, "--json");
+      expect(run.status, run.stderr).toBe(0);
+      const calls = judge.requests.length;
+      expect(calls).toBe(3);
+      const db = openStore(store);
+      const episodes = await db.episodes({ run_id: "judged" });
+      expect(episodes.every((e) => e.outcome === 1)).toBe(true);
+      const verdict = episodes[0]!.verdict as { parts: { resolution: { details: { combine: string }; parts: { communication: { details: { verdict: { criteria: Array<{ evidence_found: boolean }> } } } } } } };
+      expect(verdict.parts.resolution.details.combine).toBe("gate");
+      expect(verdict.parts.resolution.parts.communication.details.verdict.criteria.every((c) => c.evidence_found)).toBe(true);
+      await db.close();
+
+      const show = await cli("show", "--episode", episodes[0]!.episode_id, "--store", store);
+      expect(show.status, show.stderr).toBe(0);
+      expect(show.stdout).toContain("evidence_found");
+      const replay = await cli("replay", "--episode", episodes[0]!.episode_id, "--store", store);
+      expect(replay.status, replay.stdout + replay.stderr).toBe(0);
+      const reverify = await cli("reverify", "--run", "judged", "--store", store);
+      expect(reverify.status, reverify.stdout + reverify.stderr).toBe(0);
+      expect(judge.requests.length).toBe(calls);
+    } finally {
+      await judge.close();
+    }
+  }, 90_000);
+
+  it("a judge answering garbage scores the episode 0 with the error recorded", async () => {
+    const judge = await startOpenAIServer(() => say("Everything is great, full marks!"));
+    try {
+      const store = join(dir, "garbage.db");
+      const options = JSON.stringify({ communicationJudge: { baseURL: judge.url, model: "judge-1", cachePath: join(dir, "garbage-judge.db"), maxRetries: 0 } });
+      const run = await cli("rollout", "--env", "billing-dispute", "--policy", "oracle", "-n", "1", "--difficulty", "easy", "--env-options", options, "--run-id", "garbage", "--store", store, "--json");
+      expect(run.status, run.stderr).toBe(0);
+      const db = openStore(store);
+      const [episode] = await db.episodes({ run_id: "garbage" });
+      expect(episode?.outcome).toBe(0);
+      expect(JSON.stringify(episode?.verdict)).toContain("answered malformed output (not JSON");
+      await db.close();
+    } finally {
+      await judge.close();
+    }
+  }, 60_000);
+});
