@@ -17,6 +17,7 @@ import { summarize } from "../core/registry.js";
 import { integer, loadRegistry, moduleOption, print, progressBar, registryWith } from "./options.js";
 import { registerMcpCommand } from "./mcp-command.js";
 import { registerNewCommand } from "./new-command.js";
+import { registerRewardCommands } from "./reward-commands.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
 import { registerWorkerCommand } from "./worker-command.js";
@@ -180,6 +181,7 @@ export function buildProgram(): Command {
     });
 
   registerRolloutCommands(program);
+  registerRewardCommands(program);
   registerMcpCommand(program);
   registerNewCommand(program);
   registerServeCommand(program);
