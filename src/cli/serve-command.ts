@@ -43,6 +43,7 @@ interface ServeFlags {
   fleet?: string;
   fleetPrefix: string;
   fleetCapacity: number;
+  envOptions?: string;
   module?: string[];
 }
 
@@ -70,6 +71,7 @@ export function registerServeCommand(program: Command): void {
     .option("--fleet <url>", "join a fleet of replicas that share their sessions through this Redis (redis://HOST:PORT[/DB]): any replica can step any session, and a replica's death loses none", (v: string) => redisUrl(v, "--fleet"))
     .option("--fleet-prefix <prefix>", "with --fleet: the fleet's key prefix in Redis (one per fleet sharing a Redis)", FLEET_DEFAULTS.prefix)
     .option("--fleet-capacity <n>", "with --fleet: live sessions in the whole fleet at most (--capacity bounds the copies one replica holds)", integer("--fleet-capacity", 1, 1_000_000_000), FLEET_DEFAULTS.capacity)
+    .option("--env-options <json>", 'options of each environment\'s sessions, by id: {"billing-dispute": {"communicationJudge": {"baseURL": "...", "model": "..."}}}')
     .addOption(moduleOption())
     .action(async (flags: ServeFlags) => {
       const registry = await registryWith(flags.module);
@@ -77,7 +79,7 @@ export function registerServeCommand(program: Command): void {
         registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, capacity: flags.capacity,
         idleTtlMs: flags.idleTtl, stepTimeoutMs: flags.stepTimeout, bodyLimit: flags.bodyLimit, logger: true,
         hosts: flags.hosts, hostMemoryMb: flags.hostMemory, residentSessions: flags.residentSessions, snapshotKeyPath: flags.snapshotKey,
-        fleetUrl: flags.fleet, fleetPrefix: flags.fleetPrefix, fleetCapacity: flags.fleetCapacity,
+        fleetUrl: flags.fleet, fleetPrefix: flags.fleetPrefix, fleetCapacity: flags.fleetCapacity, envOptions: envOptionsByEnv(flags.envOptions, registry.ids()),
         // Each session's tools over MCP (streamable HTTP at /v1/sessions/:id/mcp), with the same auth and limits.
         extraRoutes: (app, { manager }) => mountMcp(app, manager),
       });
@@ -89,4 +91,21 @@ export function registerServeCommand(program: Command): void {
       print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}${fleetNote}`);
       await stopped;
     });
+}
+
+/** --env-options: a JSON object of environment id -> options object, each id one the service runs. */
+function envOptionsByEnv(text: string | undefined, ids: readonly string[]): Record<string, Record<string, unknown>> | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError("invalid_argument", `--env-options must be JSON: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw new ValidationError("invalid_argument", '--env-options must be an object of environment id -> options, e.g. {"billing-dispute": {"maxSteps": 20}}');
+  for (const [id, options] of Object.entries(value as Record<string, unknown>)) {
+    if (!ids.includes(id)) throw new ValidationError("invalid_argument", `--env-options names "${id}", not an environment of this service (${ids.join(", ")})`);
+    if (!options || typeof options !== "object" || Array.isArray(options)) throw new ValidationError("invalid_argument", `--env-options.${id} must be an options object`);
+  }
+  return value as Record<string, Record<string, unknown>>;
 }

@@ -34,6 +34,8 @@ export interface HostPoolOptions {
   residentSessions?: number;
   /** Actions between checkpoints of a session (bounds what a rebuild replays and what the pool keeps). */
   checkpointEvery?: number;
+  /** Options each environment's session instances are created with, by environment id. */
+  envOptions?: Record<string, Record<string, unknown>>;
   /** A session that could not be rebuilt after its host stopped (the pool has forgotten it). */
   onSessionLost?: (sid: string, error: LlmixError) => void;
 }
@@ -96,7 +98,7 @@ export class HostPool {
     if (!Number.isSafeInteger(this.heapMb) || this.heapMb < 16) throw new ValidationError("invalid_config", `host memory must be an integer >= 16 MiB, got ${this.heapMb}`);
     this.jobTimeoutMs = options.jobTimeoutMs ?? (options.stepTimeoutMs === 0 ? 0 : Math.max(10_000, options.stepTimeoutMs * 10));
     this.checkpointEvery = options.checkpointEvery ?? 32;
-    this.config = { modules: [...options.modules], snapshotKey: options.snapshotKey, residentSessions: options.residentSessions };
+    this.config = { modules: [...options.modules], snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, envOptions: options.envOptions };
     this.counts = new Array<number>(size).fill(0);
     this.startFailures = new Array<number>(size).fill(0);
     this.stats = { hosts: size, hosts_started: 0, hosts_stopped: { step_timeout: 0, resource_exhausted: 0, host_failed: 0 }, sessions_rebuilt: 0, sessions_lost: 0, last_rebuild: null };

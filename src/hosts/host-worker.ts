@@ -153,7 +153,7 @@ class Server {
 async function main(): Promise<void> {
   const registry = builtinRegistry();
   await addModules(registry, config.modules);
-  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey), config.residentSessions), registry);
+  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey), config.residentSessions, Date.now, config.envOptions), registry);
   port.postMessage({ ready: true } satisfies HostNotice);
 }
 

@@ -80,6 +80,8 @@ export class HostedSessions {
     private readonly residentSessions = DEFAULT_RESIDENT_SESSIONS,
     /** The wall clock of idle times (tests pass their own). */
     private readonly now: () => number = Date.now,
+    /** Options each environment's instances are created with, by environment id (`llmix serve --env-options`). */
+    private readonly envOptions: Readonly<Record<string, Record<string, unknown>>> = {},
   ) {
     if (!Number.isSafeInteger(residentSessions) || residentSessions < 1) throw new LlmixError("internal", `resident sessions must be an integer >= 1, got ${residentSessions}`);
   }
@@ -98,7 +100,7 @@ export class HostedSessions {
   async open(start: SessionStart): Promise<OpenedSession> {
     if (this.sessions.has(start.sid)) throw new LlmixError("internal", `host already holds session ${start.sid}`);
     const entry = this.registry.get(start.env);
-    const env = entry.create();
+    const env = entry.create({ ...this.envOptions[entry.id] });
     try {
       let observation: Observation;
       let taskId: string;
@@ -259,7 +261,7 @@ export class HostedSessions {
       if (this.resident.size > this.residentSessions) await this.parkIdle();
       return s.env;
     }
-    const env = this.registry.get(s.envId).create();
+    const env = this.registry.get(s.envId).create({ ...this.envOptions[s.envId] });
     try {
       await env.restore(JSON.parse(inflateSync(Buffer.from(s.parked as string, "latin1")).toString("utf8")) as EnvironmentSnapshot);
     } catch (error) {

@@ -19,6 +19,8 @@ export interface HostConfig {
   snapshotKey: string;
   /** Sessions the host keeps live before it parks the least recently used (see hosted-sessions.ts). */
   residentSessions?: number;
+  /** Options each environment's session instances are created with, by environment id. */
+  envOptions?: Record<string, Record<string, unknown>>;
 }
 
 /** The channel a host is given besides its config: where requests arrive and replies go (see host.ts). */

@@ -69,6 +69,8 @@ export interface AppOptions {
   logger?: boolean;
   /** Share sessions with other replicas (joined already; left when the manager shuts down). */
   fleet?: Fleet;
+  /** Options each environment's session instances are created with, by environment id. */
+  envOptions?: Record<string, Record<string, unknown>>;
   /** Mount more routes (MCP) with the same parsing, errors, auth and metrics. */
   extraRoutes?: (app: FastifyInstance, context: ServiceContext) => void | Promise<void>;
 }
@@ -327,6 +329,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
     new SessionManager({
       registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
       hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, fleet: options.fleet,
+      envOptions: options.envOptions,
     });
   // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();

@@ -40,6 +40,8 @@ export interface ServeOptions {
   fleetPrefix?: string;
   /** Sessions in the whole fleet at most. */
   fleetCapacity?: number;
+  /** Options each environment's session instances are created with, by environment id. */
+  envOptions?: Record<string, Record<string, unknown>>;
   bodyLimit?: number;
   logger?: boolean;
   extraRoutes?: AppOptions["extraRoutes"];
@@ -88,7 +90,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
     service = await buildApp({
       registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
-      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey, fleet,
+      hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey, fleet, envOptions: options.envOptions,
       bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
     });
   } catch (error) {

@@ -54,6 +54,8 @@ export interface SessionManagerOptions {
   now?: () => number;
   /** Share sessions with other replicas through Redis (joined by the caller); see fleet.ts. */
   fleet?: Fleet;
+  /** Options each environment's session instances are created with, by environment id (a judge, a step budget). */
+  envOptions?: Record<string, Record<string, unknown>>;
 }
 
 /** Who is asking: the token's name and whether it holds `admin`; null when the service has no auth. */
@@ -197,6 +199,7 @@ export class SessionManager {
       snapshotKey: options.snapshotKey ?? randomSnapshotKey(),
       residentSessions: options.residentSessions,
       onSessionLost: (sid, error) => void this.onLost(sid, error),
+      envOptions: options.envOptions,
     });
   }
 
@@ -703,7 +706,8 @@ export class SessionManager {
       const runId = `serve-${stamp}-${randomBytes(3).toString("hex")}-${s.envId}`;
       const record: RunRecord = {
         run_id: runId, env: s.envId, env_version: s.envVersion, policy: "service", policy_checkpoint: null,
-        config: { source: "llmix serve" } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
+        // The environment's options go with the run, so a replay or reverify of its episodes scores them the same way.
+        config: { source: "llmix serve", env_options: (this.options.envOptions?.[s.envId] ?? {}) as JsonValue } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
         created_at: this.started.toISOString(), finished_at: null,
       };
       run = store.createRun(record).then(() => {

@@ -3,6 +3,7 @@
  * CLI against a local OpenAI-compatible judge stores each verdict with its evidence, `llmix show`
  * prints it, and a replay and a reverify of the judged run make no model call (the verdicts are
  * cached). A judge that answers garbage scores the episode 0 with the error recorded, never a pass.
+ * The service gives its sessions the judge with --env-options.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { say, startOpenAIServer, type RecordedRequest } from "../fixtures/openai-server.js";
+import { api, playReference, startTestServer } from "../server/service-helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "llmix-judged-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -81,6 +83,29 @@ describe("a rollout judged by a rubric judge", () => {
       expect(JSON.stringify(episode?.verdict)).toContain("answered malformed output (not JSON");
       await db.close();
     } finally {
+      await judge.close();
+    }
+  }, 60_000);
+});
+
+describe("a service session judged by a rubric judge", () => {
+  it("llmix serve --env-options gives its sessions the judge; the recorded episode carries the verdict", async () => {
+    const judge = await startOpenAIServer((request) => fairJudge(request));
+    const server = await startTestServer({ envOptions: { "billing-dispute": { communicationJudge: { baseURL: judge.url, model: "judge-1", cachePath: join(dir, "service-judge.db"), maxRetries: 0 } } } });
+    try {
+      const created = await api(server.base, "POST", "/v1/sessions", { env: "billing-dispute", task_id: "billing-dispute/easy/seed-3", seed: 3, record: true });
+      expect(created.status).toBe(201);
+      const answers = await playReference(created.body, async (action) => (await api(server.base, "POST", `/v1/sessions/${created.body.session_id}/step`, { action })).body);
+      const last = answers.at(-1)!;
+      expect(last.reward_components.task).toBe(1);
+      const verdict = JSON.stringify(last.info.verdict);
+      expect(verdict).toContain('"combine":"gate"');
+      expect(verdict).toContain("evidence_found");
+      expect(judge.requests.length).toBe(1);
+      const run = (await server.store!.listRuns())[0]!;
+      expect((run.config as { env_options: { communicationJudge: { model: string } } }).env_options.communicationJudge.model).toBe("judge-1");
+    } finally {
+      await server.close();
       await judge.close();
     }
   }, 60_000);
