@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { expect } from "vitest";
 import { LlmixError } from "../src/index.js";
 import type { Action, StepResult } from "../src/core/contract.js";
@@ -91,4 +93,16 @@ export async function expectRoundTrips(create: () => AnyEnvironment, ids: readon
     await peer.close();
   }
   return restores;
+}
+
+/** Run the built CLI (`npm test` builds it) without blocking this process, so servers it calls here keep answering. */
+export function runCli(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(process.cwd(), "dist/cli/bin.js"), ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }

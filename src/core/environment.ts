@@ -18,6 +18,7 @@
  * Subclasses take `(options?: EnvironmentOptions)` as their constructor, so the base can build a fresh
  * peer to replay the reference solution (for state-difference verifiers).
  */
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type {
   Action,
@@ -27,6 +28,7 @@ import type {
   StepResult,
   ToolResult,
   ToolSpec,
+  TrajectoryStepRecord,
 } from "./contract.js";
 import { LifecycleError, LlmixError, ValidationError } from "./errors.js";
 import { cloneJson, toJsonValue, type JsonValue } from "./json.js";
@@ -44,7 +46,9 @@ import { FailureProfileSchema, LatencyModelSchema, type ToolOverrides } from "..
 import type { Sandbox } from "../sandboxes/sandbox.js";
 import { deepFreeze, generateTask, type TaskGenerator } from "../tasks/generator.js";
 import type { TaskId } from "../tasks/task-id.js";
-import type { VerifierResult } from "../rewards/verifier.js";
+import { defineVerifier, runVerifier, type VerifierResult } from "../rewards/verifier.js";
+import { judged, type JudgeCombine } from "../rewards/judged.js";
+import { loadRewardModel, scoreEpisode, type RewardModelFile } from "../rewards/reward-model/index.js";
 import { sumComponents } from "../rewards/components.js";
 
 /** Penalties applied by the base on every step. Values are rewards (<= 0). */
@@ -150,6 +154,19 @@ export interface EnvironmentOptions {
   scoring?: boolean;
   /** Throw LifecycleError("episode_ended") on a step after the end instead of answering it. Default false. */
   strictLifecycle?: boolean;
+  /**
+   * Adjust the verified outcome by a reward model file (`llmix rm train`, src/rewards/reward-model),
+   * combined as `judged` declares (src/rewards/judged.ts; default "gate": it can lower a verified
+   * success, never lift a failure). The episode keeps the trajectory the model reads (in its snapshot too).
+   */
+  rewardModel?: { file: string; combine?: JudgeCombine; floor?: number; weight?: number; threshold?: number };
+}
+
+/** One step as a reward model reads it: what the action acted on, the action, and its tool result. */
+interface TraceStep {
+  observation: { rendered: string };
+  action: JsonValue;
+  tool_result: { status: string; error?: { code: string }; partial?: boolean } | null;
 }
 
 /** One tool call as the episode logged it; verifiers read this for process checks (order of calls). */
@@ -181,6 +198,8 @@ export interface EnvironmentSnapshot {
   world: JsonValue;
   /** Hidden-label components earned so far and not yet paid (see `ComponentBounds.hiddenLabel`). */
   deferred?: Record<string, number>;
+  /** With the `rewardModel` option: the steps so far as the model reads them, and the last observation. */
+  trace?: { last: string; steps: TraceStep[] };
 }
 
 /** What environment hooks see of the running episode. */
@@ -237,6 +256,7 @@ const SnapshotSchema = z.object({
   messages: z.array(z.string()),
   world: z.any(),
   deferred: z.record(z.string(), z.number().finite()).optional(),
+  trace: z.object({ last: z.string(), steps: z.array(z.object({ observation: z.object({ rendered: z.string() }), action: z.any(), tool_result: z.any() })) }).optional(),
 });
 
 interface RunningEpisode<Task, World> extends Episode<Task, World> {
@@ -253,6 +273,8 @@ interface RunningEpisode<Task, World> extends Episode<Task, World> {
   deferred: Record<string, number>;
   /** The outcome once the episode ended and was scored (kept in memory only; a restore scores again). */
   outcome?: number;
+  /** With the `rewardModel` option (see EnvironmentSnapshot.trace). */
+  trace?: { last: string; steps: TraceStep[] };
 }
 
 /** Check a seed argument: integers in the unsigned 32-bit range keep every client (Python, JSON) exact. */
@@ -447,6 +469,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
     this.current = episode;
     const observation = this.observe(this.describeTask(episode), "task");
     episode.tokens = observation.tokens;
+    if (this.options.rewardModel) episode.trace = { last: observation.rendered, steps: [] };
     return observation;
   }
 
@@ -492,6 +515,15 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
 
     const observation = this.observe(rendered, source);
     ep.tokens += observation.tokens;
+    if (ep.trace) {
+      const tool = info.tool_result as ToolResult | undefined;
+      ep.trace.steps.push({
+        observation: { rendered: ep.trace.last },
+        action: parsed.success ? toJsonValue(parsed.data) : { type: "invalid" },
+        tool_result: tool ? { status: tool.status, ...(tool.error ? { error: { code: tool.error.code } } : {}), ...(tool.partial ? { partial: true } : {}) } : null,
+      });
+      ep.trace.last = observation.rendered;
+    }
     if (ep.status === "running" && ep.step >= this.maxSteps) {
       ep.status = "truncated";
       ep.endReason = "max_steps";
@@ -539,6 +571,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       calls: cloneJson(ep.calls),
       messages: [...ep.messages],
       ...(Object.keys(ep.deferred).length > 0 ? { deferred: { ...ep.deferred } } : {}),
+      ...(ep.trace ? { trace: cloneJson(ep.trace as unknown as JsonValue) as unknown as EnvironmentSnapshot["trace"] } : {}),
       // A copy: a snapshot must not change when the episode goes on, whatever snapshotWorld returns.
       world: cloneJson(this.snapshotWorld(ep.world)),
     };
@@ -578,6 +611,7 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
         calls: cloneJson(snap.calls),
         messages: [...snap.messages],
         deferred: { ...(snap.deferred ?? {}) },
+        ...(this.options.rewardModel ? { trace: snap.trace ? (cloneJson(snap.trace as unknown as JsonValue) as unknown as { last: string; steps: TraceStep[] }) : { last: "", steps: [] } } : {}),
       };
     });
     const world = asSnapshotError(() => this.restoreWorld(cloneJson(snap.world), episode.task));
@@ -771,6 +805,8 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
       if (!Number.isFinite(verdict.score) || verdict.score < 0 || verdict.score > 1) {
         throw new LlmixError("verifier_failed", `${this.info.id} verifier returned score ${verdict.score}; scores lie in [0, 1]`);
       }
+      const rm = this.options.rewardModel;
+      if (rm && ep.trace) return await withRewardModel(verdict, ep.trace.steps, rm, this.info.id);
       return verdict;
     } catch (error) {
       if (error instanceof LlmixError && HOST_FAULTS.has(error.code)) throw error;
@@ -821,4 +857,26 @@ function asSnapshotError<T>(fn: () => T): T {
     const message = error instanceof Error ? error.message : String(error);
     throw new ValidationError("invalid_snapshot", `snapshot cannot be restored: ${message}`);
   }
+}
+
+/** Reward model files by path: loaded once per thread. */
+const rewardModels = new Map<string, RewardModelFile>();
+
+/** The verified verdict adjusted by the reward model's score of the trajectory, as `judged` combines them. */
+async function withRewardModel(verdict: VerifierResult, steps: readonly TraceStep[], options: NonNullable<EnvironmentOptions["rewardModel"]>, envId: string): Promise<VerifierResult> {
+  let model = rewardModels.get(options.file);
+  if (!model) {
+    try {
+      model = loadRewardModel(JSON.parse(readFileSync(options.file, "utf8")) as unknown);
+    } catch (error) {
+      throw new LlmixError("verifier_failed", `reward model ${options.file}: ${(error as Error).message}`);
+    }
+    rewardModels.set(options.file, model);
+  }
+  if (model.trained_on.env !== envId) throw new LlmixError("verifier_failed", `reward model ${options.file} was trained on ${model.trained_on.env}, not ${envId}`);
+  const score = scoreEpisode(model, { steps: steps as unknown as TrajectoryStepRecord[] });
+  const threshold = options.threshold ?? 0.5;
+  const verified = defineVerifier<null>("verified", () => verdict);
+  const rmVerifier = defineVerifier<null>("reward_model", () => ({ score, passed: score >= threshold, details: { file: options.file, trained_on: `${model.trained_on.env}@${model.trained_on.env_version}` } }));
+  return runVerifier(judged("outcome", verified, rmVerifier, { combine: options.combine, floor: options.floor, weight: options.weight }), null);
 }

@@ -28,7 +28,7 @@ import { randomSnapshotKey } from "../hosts/signing.js";
 import { episodeRecord, type EpisodeJob } from "../rollout/episode.js";
 import { startHeartbeat, type Heartbeat } from "../store/liveness.js";
 import type { EpisodeRecord, RunRecord, TrajectoryStore } from "../store/types.js";
-import type { Fleet, FleetCommit, FleetSessionState } from "./fleet.js";
+import type { Fleet, FleetCommit, FleetSessionMeta, FleetSessionState } from "./fleet.js";
 import { JsonText } from "./json-text.js";
 
 /** Limits and collaborators of a session manager. */
@@ -102,15 +102,9 @@ export interface SessionInfo {
   idle_ms: number;
 }
 
-interface Session {
+/** A live session: what it was created as (the fields a fleet shares, fleet.ts) and where it stands. */
+interface Session extends Omit<FleetSessionMeta, "createdAt"> {
   id: string;
-  owner: string | null;
-  envId: string;
-  envVersion: string;
-  taskId: string;
-  seed: number;
-  policyCheckpoint: string | null;
-  record: boolean;
   stepCount: number;
   ended: boolean;
   /** Step records of a recorded session until its episode is stored (the host keeps none). */

@@ -5,29 +5,17 @@
  * cached). A judge that answers garbage scores the episode 0 with the error recorded, never a pass.
  * The service gives its sessions the judge with --env-options.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/sqlite-store.js";
+import { runCli as cli } from "../helpers.js";
 import { say, startOpenAIServer, type RecordedRequest } from "../fixtures/openai-server.js";
 import { api, playReference, startTestServer } from "../server/service-helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "llmix-judged-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const bin = join(process.cwd(), "dist/cli/bin.js");
-/** Run the CLI without blocking this process (the judge server answers from its event loop). */
-function cli(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 /** A judge that passes every criterion, quoting the start of the agent's last message as evidence. */
 function fairJudge(request: RecordedRequest) {

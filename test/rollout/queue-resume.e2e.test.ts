@@ -9,76 +9,24 @@
  * its advantages, finish the run, leave nothing in Redis, and store the same episodes as an in-process
  * run of the same config. Without Redis it fails, never skips.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { builtinRegistry } from "../../src/envs/index.js";
 import { enqueueEpisodes } from "../../src/rollout/queue/enqueue.js";
 import { jobIdOf } from "../../src/rollout/queue/queue-names.js";
 import { planJobs, type RolloutConfig } from "../../src/rollout/plan.js";
+import { queueHarness, type Proc } from "./queue-harness.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const bin = `${root}dist/cli/bin.js`;
-const REDIS = process.env.LLMIX_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const EPISODES = 800;
 const RUN = "run-queue-resume-e2e";
-const dir = mkdtempSync(join(tmpdir(), "llmix-queue-resume-"));
-const queueName = `llmix-e2e-resume-${randomBytes(4).toString("hex")}`;
-const queue = new Queue(queueName, { connection: { url: REDIS, maxRetriesPerRequest: null } });
-const redis = new Redis(REDIS);
-const children = new Set<ChildProcessWithoutNullStreams>();
+const harness = queueHarness("queue-resume");
+const { root, bin, redisUrl: REDIS, dir, queueName, queue, redis, start, until, cleanup } = harness;
 
-afterAll(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
-  redis.disconnect();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(cleanup);
 
-interface Proc {
-  child: ChildProcessWithoutNullStreams;
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
-/** What the processes printed so far, for the message of a timeout. */
-const outputs: Array<() => string> = [];
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: root });
-  children.add(child);
-  let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d));
-  child.stderr.on("data", (d: Buffer) => (out += d));
-  outputs.push(() => `${args.slice(0, 2).join(" ")}: ${out}`);
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => {
-    children.delete(child);
-    resolve(code);
-  }));
-  return { child, out: () => out, exited };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${outputs.map((o) => o().slice(-2000)).join("\n---\n")}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function startWorker(): Promise<Proc> {
-  const worker = start(["worker", "--redis", REDIS, "--queue-name", queueName, "--workers", "1", "--concurrency", "2", "--lock-ms", "2000", "--report-every", "100"]);
-  await until("a worker to connect", () => worker.out().includes("connected to queue"), 30_000);
-  return worker;
-}
+const startWorker = (): Promise<Proc> => harness.startWorker({ concurrency: 2, reportEvery: 100 });
 
 interface Row {
   episode_id: string;

@@ -10,71 +10,19 @@
  * three kills and their ~2-4 s stall recoveries (a 2 s lock, checked every 0.5 s) (LLMIX_QUEUE_E2E_EPISODES
  * changes it; documented in docs/scale-out.md, "Checking a deployment"). Without Redis it fails, never skips.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
-import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { queueHarness, type Proc } from "./queue-harness.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const bin = `${root}dist/cli/bin.js`;
-const REDIS = process.env.LLMIX_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const EPISODES = Number(process.env.LLMIX_QUEUE_E2E_EPISODES ?? 400);
-const dir = mkdtempSync(join(tmpdir(), "llmix-queue-"));
-const queueName = `llmix-e2e-${randomBytes(4).toString("hex")}`;
-const queue = new Queue(queueName, { connection: { url: REDIS, maxRetriesPerRequest: null } });
-const redis = new Redis(REDIS);
-const children = new Set<ChildProcessWithoutNullStreams>();
+const harness = queueHarness("queue");
+const { redisUrl: REDIS, dir, queueName, queue, redis, start, cleanup } = harness;
+const until = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 120_000) => harness.until(what, check, timeoutMs, 100);
 
-afterAll(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
-  redis.disconnect();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(cleanup);
 
-interface Proc {
-  child: ChildProcessWithoutNullStreams;
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: root });
-  children.add(child);
-  let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d));
-  child.stderr.on("data", (d: Buffer) => (out += d));
-  outputs.push(() => `${args.slice(0, 2).join(" ")}: ${out}`);
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => {
-    children.delete(child);
-    resolve(code);
-  }));
-  return { child, out: () => out, exited };
-}
-
-/** What the processes printed so far, for the message of a timeout. */
-const outputs: Array<() => string> = [];
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; output:\n${outputs.map((o) => o().slice(-2000)).join("\n---\n")}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function startWorker(): Promise<Proc> {
-  const worker = start(["worker", "--redis", REDIS, "--queue-name", queueName, "--workers", "1", "--concurrency", "1", "--lock-ms", "2000", "--report-every", "20"]);
-  await until("a worker to connect", () => worker.out().includes("connected to queue"), 30_000);
-  return worker;
-}
+const startWorker = () => harness.startWorker({ concurrency: 1, reportEvery: 20 });
 
 /** The worker (BullMQ name host/pid) that took a job: its hash's "pb" field. */
 async function runningOn(jobId: string): Promise<string | null> {

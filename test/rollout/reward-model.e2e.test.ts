@@ -5,29 +5,20 @@
  * local OpenAI-compatible server is calibrated the same way, and a second calibration of the same run
  * makes no model call.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Action, StepResult } from "../../src/core/contract.js";
+import { toDecision } from "../../src/core/policy.js";
+import { builtinRegistry } from "../../src/envs/index.js";
+import { runCli as cli } from "../helpers.js";
 import { say, startOpenAIServer } from "../fixtures/openai-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "llmix-rm-"));
 const store = join(dir, "llmix.db");
-const bin = join(process.cwd(), "dist/cli/bin.js");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Run the CLI without blocking this process (a judge server in it must keep answering). */
-function cli(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
 
 beforeAll(async () => {
   for (const [id, seed] of [["train", "1"], ["heldout", "2"]] as const) {
@@ -59,7 +50,45 @@ describe("reward models and calibration from the command line", () => {
     const text = await cli("calibrate", "--run", "heldout", "--verifier", `rm:${model}`, "--png", png, "--store", store);
     expect(text.stdout).toMatch(/AUROC 0\.\d{3} · Spearman/);
     expect(text.stdout).toContain("reliability diagram");
-  }, 60_000);
+
+    // The model inside episodes: a rollout whose outcome it adjusts (gate: it may lower, never lift), reverified identically.
+    const options = JSON.stringify({ rewardModel: { file: model } });
+    const judged = await cli("rollout", "--env", "billing-dispute", "--policy", "noisy-oracle:0.3", "-n", "40", "--seed", "3", "--env-options", options, "--run-id", "rm-judged", "--store", store, "--json", "--concurrency", "8");
+    expect(judged.status, judged.stderr).toBe(0);
+    const plain = await cli("rollout", "--env", "billing-dispute", "--policy", "noisy-oracle:0.3", "-n", "40", "--seed", "3", "--run-id", "rm-plain", "--store", store, "--json", "--concurrency", "8");
+    const outcomes = (out: string) => new Map((JSON.parse(out) as { groups: Array<{ task_id: string; outcomes: number[] }> }).groups.map((g) => [g.task_id, g.outcomes[0] as number]));
+    const [withRm, without] = [outcomes(judged.stdout), outcomes(plain.stdout)];
+    let lowered = 0;
+    for (const [task, outcome] of withRm) {
+      expect(outcome).toBeLessThanOrEqual(without.get(task) as number);
+      if (outcome < (without.get(task) as number)) lowered++;
+    }
+    expect(lowered).toBeGreaterThan(0);
+    const reverify = await cli("reverify", "--run", "rm-judged", "--store", store);
+    expect(reverify.status, reverify.stdout + reverify.stderr).toBe(0);
+
+    // The trajectory the model reads is part of the snapshot: a restored episode ends on the same verdict.
+    const entry = builtinRegistry().get("billing-dispute");
+    const [a, b] = [entry.create({ rewardModel: { file: model } }), entry.create({ rewardModel: { file: model } })];
+    let observation = await a.reset("billing-dispute/medium/seed-4", 4);
+    const solver = a.referenceSolver();
+    const history: Array<{ action: Action; result: StepResult }> = [];
+    let last: StepResult | undefined;
+    for (let step = 1; step <= 40 && !(last?.terminated || last?.truncated); step++) {
+      if (step === 3) {
+        await b.restore(await a.snapshot());
+        expect((await b.snapshot()).trace?.steps).toHaveLength(2);
+      }
+      const action = toDecision(await solver.act({ step, observation, tools: a.tools(), history })).action as Action;
+      last = await a.step(action);
+      if (step >= 3) expect(JSON.stringify(await b.step(action))).toBe(JSON.stringify(last));
+      history.push({ action, result: last });
+      observation = last.observation;
+    }
+    expect(JSON.stringify(last?.info.verdict)).toContain('"reward_model"');
+    await a.close();
+    await b.close();
+  }, 90_000);
 
   it("calibrates a rubric judge, with no model call the second time; bad specs are usage errors", async () => {
     // A judge that passes a criterion when the trajectory mentions a refund, quoting it.
