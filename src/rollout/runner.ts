@@ -208,6 +208,8 @@ async function execute(options: RolloutOptions, { run, entry, config, waves, fir
         else groups.set(job.group_id, [job]);
       }
       const todo = wave.filter((j) => !stored.has(j.episode_id));
+      // A run stopped between storing a group's last episode and setting its advantages: set them now.
+      await writer.settleStoredGroups(wave);
       if (source.replayRun) await attachReplayActions(store, source.replayRun, todo);
       // An executor also runs with nothing to do: a queue collects results finished while no enqueuer was alive.
       if (options.executor) await options.executor.run(todo, { ...runnerOptions, storedIds: [...stored.keys()] });
@@ -321,6 +323,18 @@ class EpisodeWriter {
       });
     }
     return done;
+  }
+
+  /** Set the advantages of the complete, already stored groups of `jobs` that have none (a resume's leftovers). */
+  async settleStoredGroups(jobs: readonly EpisodeJob[]): Promise<void> {
+    const values: Array<{ episode_id: string; advantages: Advantages }> = [];
+    for (const groupId of new Set(jobs.map((j) => j.group_id))) {
+      const members = (this.groups.get(groupId) ?? []).map((j) => this.stored.get(j.episode_id));
+      const settled = members.every((m) => m !== undefined && (m.status !== "ok" || (m.advantages !== null && m.advantages !== undefined)));
+      if (settled) continue;
+      values.push(...this.groupAdvantages(groupId));
+    }
+    if (values.length > 0) await this.store.setAdvantages(values);
   }
 
   async flush(): Promise<void> {

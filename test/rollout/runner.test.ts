@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { builtinRegistry } from "../../src/envs/index.js";
-import { rollout, type RolloutOptions } from "../../src/rollout/runner.js";
+import { rollout, type EpisodeExecutor, type RolloutOptions } from "../../src/rollout/runner.js";
 import type { RolloutConfig } from "../../src/rollout/plan.js";
 import { openStore } from "../../src/store/sqlite-store.js";
 import { addModules } from "../../src/core/load-module.js";
 import { CRASH_TASK } from "../fixtures/worker-crash-env.js";
 import { WorkerPool } from "../../src/rollout/worker-pool.js";
-import type { TrajectoryStore } from "../../src/store/types.js";
+import type { StoredEpisode, TrajectoryStore } from "../../src/store/types.js";
 import { rolloutConfig } from "../helpers.js";
 
 const stores: TrajectoryStore[] = [];
@@ -210,5 +210,26 @@ describe("rollout runner", () => {
     const src = await fingerprintOf(store, "run-src");
     const rep = await fingerprintOf(store, "run-rep");
     expect(Object.values(rep)).toEqual(Object.values(src));
+  });
+});
+
+describe("resuming a run stopped between a group's last episode and its advantages", () => {
+  it("sets the advantages of complete groups stored without them", async () => {
+    const whole = memoryStore();
+    await rollout({ store: whole, registry: builtinRegistry(), runId: "run-adv", config: config(), concurrency: 2 });
+    const all: StoredEpisode[] = [];
+    for await (const e of whole.streamEpisodes({ run_id: "run-adv" })) all.push(e);
+    const firstGroup = all.filter((e) => e.episode.group_id === all[0]!.episode.group_id);
+    expect(firstGroup.every((e) => e.episode.advantages !== null)).toBe(true);
+
+    // The same run, stopped right after storing the first group's episodes: their advantages were never set.
+    const broken = memoryStore();
+    const dies: EpisodeExecutor = { run: async () => Promise.reject(new Error("killed")) };
+    await expect(rollout({ store: broken, registry: builtinRegistry(), runId: "run-adv", config: config(), executor: dies })).rejects.toThrow("killed");
+    await broken.writeEpisodes(firstGroup.map((e) => ({ ...e, episode: { ...e.episode, advantages: null } })));
+    const resumed = await rollout({ store: broken, registry: builtinRegistry(), resume: "run-adv", concurrency: 2 });
+    expect(resumed.ran).toBe(all.length - firstGroup.length);
+    const fingerprint = async (s: TrajectoryStore) => (await s.episodes({ run_id: "run-adv" })).map((e) => [e.episode_id, e.advantages]);
+    expect(await fingerprint(broken)).toEqual(await fingerprint(whole));
   });
 });
