@@ -59,9 +59,9 @@ describe("the reference solver", () => {
     const { env, task } = await open("exfiltration", "decoy", ID("hard", 5));
     const e = task.expected;
     const r = await steps(env, [
-      account("force_reset", e.accounts[0]!),
+      ...e.accounts.map((u) => account("force_reset", u)),
       ...[...e.blocks].reverse().map(block),
-      account("lock", e.accounts[0]!.toUpperCase()),
+      ...e.accounts.map((u) => account("lock", u.toUpperCase())),
       tool("file_incident_report", { addresses: [...e.blocks].reverse(), accounts: e.accounts.map((a) => a.toUpperCase()), hosts: e.hosts, technique: e.technique, summary: "" }),
     ]);
     expect(r.at(-1)!.rewardComponents.task).toBe(1);
@@ -91,15 +91,17 @@ describe("containment scoring", () => {
     const v = verdictOf(end);
     const containment = v.parts!.resolution!.parts!.containment!;
     expect(containment.passed).toBe(false);
-    expect(containment.details.missing).toEqual([`force_reset ${task.expected.accounts[0]}`]);
+    expect(containment.details.missing).toEqual(task.expected.accounts.map((u) => `force_reset ${u}`));
     expect(end.rewardComponents.task).toBeGreaterThan(0);
     expect(end.rewardComponents.task).toBeLessThan(1);
   });
 
   it("blocking a range that holds a legitimate address costs, at the episode's end and in the outcome", async () => {
     const { env, task } = await open("credential-stuffing", "none", ID("hard", 12));
-    const first = task.expected.blocks[0]!;
-    const range = `${first.split(".").slice(0, 3).join(".")}.0/24`;
+    // The attacker whose /24 holds a legitimate address (hard always has one).
+    const net = (a: string) => a.split(".").slice(0, 3).join(".");
+    const first = task.expected.blocks.find((a) => task.addresses.some((x) => !x.attacker && net(x.address) === net(a)))!;
+    const range = `${net(first)}.0/24`;
     const r = await steps(env, [block(range), ...solution(task).filter((a) => !(a.type === "tool_call" && a.tool === "firewall"))]);
     expect(resultOf(r[0]!).status).toBe("ok");
     // Which addresses are legitimate is a hidden label: its penalty waits for the last step.

@@ -63,7 +63,8 @@ export function renderRunbook(): string {
 export class IncidentResponse extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.3.0",
+    // 1.4.0: scenarios vary the attacker addresses, compromised accounts, affected hosts and allowlisted look-alikes by difficulty; eval holds out whole medium and hard scenario combinations.
+    version: "1.4.0",
     description: "Investigate a security alert on a small fleet with a read-only terminal, contain it (firewall, accounts) without blocking legitimate traffic, and file the incident report.",
     maxSteps: 30,
     // Nobody reads messages here (onMessage says so): the episode ends with file_incident_report.
@@ -159,15 +160,16 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
     const sh = (command: string): Action => ({ type: "tool_call", tool: "terminal", args: { command } });
     const queue: Action[] = [sh("cat /srv/inventory/allowlist.txt")];
     if (task.family === "ssh-brute-force") {
-      queue.push(sh(`grep -h "Failed password" /var/log/*/auth.log* | grep -oE "from [0-9.]+" | sort | uniq -c | sort -rn | head -n 15`));
+      queue.push(sh(`grep -h "Failed password" /var/log/*/auth.log* | grep -oE "from [0-9.]+" | sort | uniq -c | sort -rn | head -n 20`));
       queue.push(sh(`grep "Accepted password" /var/log/*/auth.log* | grep -F ${e.blocks.map((a) => `-e "from ${a} "`).join(" ")}`));
     } else if (task.family === "credential-stuffing") {
-      queue.push(sh(`grep -h "event=login_failed" /var/log/*/app.log* | grep -oE "src=[0-9.]+" | sort | uniq -c | sort -rn | head -n 15`));
+      queue.push(sh(`grep -h "event=login_failed" /var/log/*/app.log* | grep -oE "src=[0-9.]+" | sort | uniq -c | sort -rn | head -n 20`));
       queue.push(sh(`grep "event=login_success" /var/log/*/app.log* | grep -F ${e.blocks.map((a) => `-e "src=${a} "`).join(" ")}`));
     } else {
-      queue.push(sh(`grep -hv "^#" ${CONN_LOG}* | sort -t $'\\t' -k9,9nr | head -n 15`));
+      // Every upload above the threshold (source, destination), then the connections and processes behind them.
+      queue.push(sh(`awk -F '\\t' '!/^#/ && $9 > ${RULES.exfilBytes} { print $3, $5 }' ${CONN_LOG}* | sort | uniq -c | sort -rn`));
       queue.push(sh(`grep -F ${e.blocks.map((a) => `-e "${a}:"`).join(" ")} /srv/hosts/*/netstat.txt`));
-      queue.push(sh(`cat /srv/hosts/${e.hosts[0]}/ps.txt`));
+      queue.push(sh(`cat ${e.hosts.map((h) => `/srv/hosts/${h}/ps.txt`).join(" ")}`));
     }
     for (const address of e.blocks) queue.push({ type: "tool_call", tool: "firewall", args: { action: "block", address, comment: `${task.alert.split(" ")[2] ?? "incident"}: ${TECHNIQUE_OF[task.family]} source` } });
     for (const username of e.accounts) {

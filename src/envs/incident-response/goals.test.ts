@@ -100,9 +100,10 @@ describe("goal conditions", () => {
   });
 
   it("no report (a truncated episode) leaves the report goals unmet", async () => {
-    const env = new IncidentResponse({ scenario: { family: "ssh-brute-force", variant: "none" }, maxSteps: 4 });
+    const { task } = await open("ssh-brute-force", "none", ID("medium", 11));
+    // The step budget runs out on the last containment action, before the report.
+    const env = new IncidentResponse({ scenario: { family: "ssh-brute-force", variant: "none" }, maxSteps: task.expected.blocks.length + 2 * task.expected.accounts.length });
     await env.reset(ID("medium", 11), 3);
-    const task = (env as unknown as { episode: { task: Task } }).episode.task;
     const r = await play(env, [...task.expected.blocks.map(block), ...lockAll(task), report(task)]);
     expect(r.at(-1)!.truncated).toBe(true);
     expect(unmet(env)).toEqual(["report_filed", "report_addresses", "report_accounts", "report_hosts", "report_technique"]);

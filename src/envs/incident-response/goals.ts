@@ -1,7 +1,7 @@
 /**
  * The goal conditions of an incident: what the final world must show for the incident to be handled,
- * stated from the task's ground truth alone (which addresses are attackers, which account was
- * compromised, which host it happened on, the family's technique, the files the task generated) —
+ * stated from the task's ground truth alone (which addresses are attackers, which accounts were
+ * compromised, which hosts it happened on, the family's technique, the files the task generated) —
  * never from a run of the reference solver, whose final world the containment verifier compares
  * against. `llmix check` (goal-conditions) plays the reference against these, so a reference that
  * blocks too little or too much fails the checklist instead of defining what "correct" is.

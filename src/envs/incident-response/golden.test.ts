@@ -9,16 +9,17 @@ import { expectGolden } from "../../../test/helpers.js";
 import type { World } from "./world.js";
 import entry from "./index.js";
 
-// 1.3.0: the terminal has awk, and the address arguments publish their IPv4/CIDR pattern; task fingerprints are unchanged, snapshots carry the new version.
+// 1.4.0: the scenario (family, variant, counts of attackers, compromised accounts, affected hosts and look-alikes) is drawn first and
+// redrawn until its combination is of the id's split; the allowlist names three more vendors: every task changes.
 const GOLDEN = [
-  ["incident-response/easy/seed-1", "90b64317c093a2090b4db32d619815e95ebfff9546fcc79def40a2abd23f1464", "39756c673de8084ba47130407c260504e432b14ca54f50d32b691f03a94e3475", "355a598feb503667fb508453ff89cb11234b49bd0e847fd7f71744fcdad73153"],
-  ["incident-response/medium/seed-42", "2c1103a27636ae5d95058bdd34d02236b9156d0173f050ce6c409c54bc7e4709", "87a5f0765e663a0805ccd5b06987c3c29970ea9d8fb77991a95a7118f5c0831d", "2294341a200b501eb17d4bc32b2096282766c73270d4b92b534359cd36b12d7b"],
-  ["incident-response/hard/seed-771", "1475919a4c1a5ea513ec12649deafa3f52485e954007209e2e1eba81ca162b24", "c8106343bb8aabf67a2539f138e83b897e11e0f78186a5cd586b0d74a8e8aa4c", "ff22f35cc556c4c8561c54053015b84c549103a10830334c105314bf457ed26f"],
+  ["incident-response/easy/seed-1", "e77f17974d36e6c84c85dbaa8ce590cb712582ad42dc7d582c886aae58c9a8a0", "f6a1fc5eec85126d3e377d507aeb695f28bd1e70ecf77f808a20bafc36c7b4d0", "230833f161a5b035a0455f32caec16430f068445de5b6eb992c427db3c08ca1e"],
+  ["incident-response/medium/seed-42", "551b30b2c03fa34065a195ac0bee9bfe0688f60f0db20fa1c1007e13761fd110", "efd1d8bef87e41419e7073a2daf62a6244d0bcb8c02e5420e2134e7e648bb526", "c3d86bb3d1509cf81713a3564f3fbaf781aff9a537de2713c5b2d189cab27702"],
+  ["incident-response/hard/seed-771", "4863c489c5ab37ae688f2a98beea715f1703c630e4ae9d87ca94e228800c5055", "56f880904f5806834fda142530e5d882680c1f67cd1d83ad7cd95260a4db3ed3", "5bb623524ac4b544d04bbf78cbe6c8719916a85679047377c22aff7d762c23c6"],
 ] as const;
 
 describe(`golden fingerprints of ${entry.id}@${entry.version}`, () => {
   it.each(GOLDEN)("%s", async (taskId, task, snapshot, files) => {
-    expect(entry.version).toBe("1.3.0");
+    expect(entry.version).toBe("1.4.0");
     await expectGolden(entry, [taskId, task, snapshot], (env) => {
       // The snapshot leaves the logs out (they are rebuilt from the task), so the built file system is pinned too.
       const world = (env as unknown as { episode: { world: World } }).episode.world;

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../core/errors.js";
 import { parseIPv4 } from "./net.js";
-import { DIFFICULTIES, FAMILIES, generateIncidentTask, incidentTasks, RULES, VARIANTS, type Task } from "./tasks.js";
+import { idsOfSplit, scenarioKey } from "../../tasks/features.js";
+import { splitOf } from "../../tasks/splits.js";
+import { DIFFICULTIES, FAMILIES, generateIncidentTask, hostCap, INCIDENT_FEATURES, incidentTasks, RULES, scenarioSplit, SPACE, VARIANTS, type Scenario, type Task } from "./tasks.js";
 
 const ID = (d: string, n: number) => `incident-response/${d}/seed-${n}`;
 
@@ -114,17 +116,74 @@ describe("task generation", () => {
     }
   });
 
-  it("makes decoys loud, benign and allowlisted", () => {
+  it("makes decoys loud, benign and allowlisted: each meets an attacker rule but for the allowlist", () => {
     for (const family of FAMILIES) {
-      const task = generateIncidentTask(ID("hard", 9), { family, variant: "decoy" });
-      expect(task.decoys.length).toBe(1);
-      const allow = task.files.find((f) => f.path === "/srv/inventory/allowlist.txt")!.content;
-      expect(allow).toContain(task.decoys[0]);
-      expect(task.expected.blocks).not.toContain(task.decoys[0]);
-      const mentions = task.files.reduce((n, f) => n + f.content.split(task.decoys[0]!).length - 1, 0);
-      const attackerMentions = task.files.reduce((n, f) => n + f.content.split(task.expected.blocks[0]!).length - 1, 0);
-      expect(mentions).toBeGreaterThan(attackerMentions / 2);
+      for (let i = 0; i < 6; i++) {
+        const task = generateIncidentTask(ID("hard", 9 + i), { family, variant: "decoy" });
+        expect(task.decoys.length).toBeGreaterThanOrEqual(2);
+        expect(new Set(task.decoys).size).toBe(task.decoys.length);
+        const allow = task.files.find((f) => f.path === "/srv/inventory/allowlist.txt")!.content;
+        const logs = task.files.filter((f) => f.path.startsWith("/var/log/")).map((f) => f.content).join("\n");
+        for (const decoy of task.decoys) {
+          expect(allow).toContain(decoy);
+          expect(task.expected.blocks).not.toContain(decoy);
+          const failures = logs.split("\n").filter((l) => l.includes(`from ${decoy} port`) && l.includes("Failed password") || l.includes(`event=login_failed`) && l.includes(`src=${decoy}`)).length;
+          const uploads = logs.split("\n").filter((l) => l.split("\t")[4] === decoy && Number(l.split("\t")[8]) > RULES.exfilBytes).length;
+          expect(failures >= RULES.failedLoginThreshold || uploads > 0, `${family} ${decoy}`).toBe(true);
+        }
+        // The family's own look-alike is louder than the attack.
+        const mentions = (a: string) => task.files.reduce((n, f) => n + f.content.split(a).length - 1, 0);
+        expect(mentions(task.decoys[0]!)).toBeGreaterThan(mentions(task.expected.blocks[0]!) / 2);
+      }
     }
+  });
+
+  it("draws the counts of every difficulty's space, and the expected sets have them", () => {
+    for (const d of DIFFICULTIES) {
+      const seen = { blocks: new Set<number>(), accounts: new Set<number>(), hosts: new Set<number>(), decoys: new Set<number>() };
+      for (let i = 0; i < 150; i++) {
+        const task = generateIncidentTask(ID(d, 3000 + i));
+        const f = INCIDENT_FEATURES.of(task);
+        expect(f.hosts as number).toBeLessThanOrEqual(hostCap(task.family, d));
+        for (const k of ["blocks", "accounts", "hosts", "decoys"] as const) {
+          const v = f[k] as number;
+          seen[k].add(v);
+          if (k !== "hosts" && !(d === "easy" && k === "decoys")) expect(v).toBeGreaterThanOrEqual(SPACE[d][k][0]);
+          expect(v).toBeLessThanOrEqual(SPACE[d][k][1]);
+        }
+        expect(new Set(task.expected.accounts).size).toBe(task.expected.accounts.length);
+        expect(new Set(task.expected.hosts).size).toBe(task.expected.hosts.length);
+        // Never the admin (the injection's lock target) nor the analyst.
+        const admin = task.accounts.find((a) => a.role === "admin")!.username;
+        expect(task.expected.accounts).not.toContain(admin);
+        expect(task.expected.accounts).not.toContain(task.analyst);
+      }
+      for (const k of ["blocks", "accounts", "hosts", "decoys"] as const) {
+        const [lo, hi] = SPACE[d][k];
+        for (let v = lo; v <= hi; v++) expect(seen[k].has(v), `${d} ${k}=${v}`).toBe(true);
+      }
+    }
+  });
+
+  it("holds out whole scenario combinations on medium and hard: an id's scenario is of its own split", () => {
+    const declared = INCIDENT_FEATURES.declared;
+    for (const d of ["medium", "hard"] as const) {
+      const bySplit = { train: new Set<string>(), eval: new Set<string>() };
+      for (const split of ["train", "eval"] as const) {
+        const ids = idsOfSplit("incident-response", d, split, 5);
+        for (let i = 0; i < 150; i++) {
+          const id = ids.next().value as string;
+          const task = generateIncidentTask(id);
+          const features = INCIDENT_FEATURES.of(task);
+          expect(scenarioSplit(d, features as Scenario), id).toBe(splitOf(id));
+          bySplit[split].add(scenarioKey(features, declared));
+        }
+      }
+      expect([...bySplit.eval].filter((k) => bySplit.train.has(k))).toEqual([]);
+      expect(bySplit.eval.size).toBeGreaterThan(5);
+    }
+    // Easy is held out by id only (one scenario per family).
+    expect(scenarioSplit("easy", INCIDENT_FEATURES.of(generateIncidentTask(ID("easy", 1))) as Scenario)).toBeNull();
   });
 
   it("is a pure function of the id; bad scenario options are typed errors", () => {
