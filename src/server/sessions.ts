@@ -570,15 +570,40 @@ export class SessionManager {
     for (const s of [...this.sessions.values()]) if (!s.busy && s.createdAt && now - s.lastUsed > FLEET_COPY_IDLE_MS) this.drop(s.id);
     if (this.idleTtlMs === 0) return 0;
     let reaped = 0;
-    for (const sid of await fleet.idleSince(now - this.idleTtlMs, 100)) {
-      const closed = await this.close(sid, { name: "reaper", admin: true }).then(
-        () => true,
-        () => false,
-      );
-      if (closed) reaped++;
-    }
+    for (const sid of await fleet.idleSince(now - this.idleTtlMs, 100)) if (await this.reapFleetSession(fleet, sid)) reaped++;
     this.stats.reaped_total += reaped;
     return reaped;
+  }
+
+  /**
+   * Close an idle fleet session without bringing it here: a reaper needs no summary, so nothing is
+   * rebuilt; a recorded episode is stored from the fleet's records. False when it is in use or gone.
+   */
+  private async reapFleetSession(fleet: Fleet, sid: string): Promise<boolean> {
+    const token = fleet.token();
+    let state: FleetSessionState;
+    try {
+      state = await fleet.acquire(sid, token);
+    } catch {
+      return false;
+    }
+    try {
+      const m = state.meta;
+      if (m.record && !state.stored) {
+        const s: Session = {
+          id: sid, owner: m.owner, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: true,
+          records: [], lastAnswer: null, stored: null, busy: true, createdAt: new Date(m.createdAt), lastUsed: this.now(), ...this.fleetFields(state),
+        };
+        await this.saveEpisode(s).catch(() => undefined);
+      }
+      await fleet.remove(sid);
+      const local = this.sessions.get(sid);
+      if (local && !local.busy) this.drop(sid);
+      return true;
+    } catch {
+      await fleet.release(sid, token, this.now()).catch(() => undefined);
+      return false;
+    }
   }
 
   // ----- internals -----------------------------------------------------------------------------------

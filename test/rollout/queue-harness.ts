@@ -15,7 +15,10 @@ import { Redis } from "ioredis";
 /** A started CLI process. */
 export interface Proc {
   child: ChildProcessWithoutNullStreams;
+  /** Everything it printed, stdout and stderr interleaved (for messages and log checks). */
   out: () => string;
+  /** Its stdout alone (what --json prints: a warning on stderr must not break the parse). */
+  stdout: () => string;
   exited: Promise<number | null>;
 }
 
@@ -37,7 +40,11 @@ export function queueHarness(name: string) {
     const child = spawn(process.execPath, [bin, ...args], { cwd: root });
     children.add(child);
     let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d));
+    let stdout = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d;
+      stdout += d;
+    });
     child.stderr.on("data", (d: Buffer) => (out += d));
     outputs.push(() => `${args.slice(0, 2).join(" ")}: ${out}`);
     const exited = new Promise<number | null>((resolve) =>
@@ -46,7 +53,7 @@ export function queueHarness(name: string) {
         resolve(code);
       }),
     );
-    return { child, out: () => out, exited };
+    return { child, out: () => out, stdout: () => stdout, exited };
   }
 
   /** Poll `check` until it holds; past the timeout, fail with every process's recent output. */

@@ -126,7 +126,7 @@ describe("llmix rollout --resume RUN --queue", () => {
     const fresh = await Promise.all([startWorker(), startWorker()]);
     const code = await resume.exited;
     expect(code, resume.out()).toBe(0);
-    const summary = JSON.parse(resume.out().slice(resume.out().indexOf("{")));
+    const summary = JSON.parse(resume.stdout().slice(resume.stdout().indexOf("{")));
     expect(summary).toMatchObject({ episodes: EPISODES, ran: EPISODES - before, errors: 0, run: { run_id: RUN, status: "finished" } });
     expect(summary.ran).toBeGreaterThan(collectable);
     console.log(`queue resume e2e: enqueuer killed at ${before} stored; then ${collectable} results uncollected in Redis, ${counts.waiting - 1} jobs not started, ${stranded.length} held by a killed worker; the resume stored ${summary.ran}`);

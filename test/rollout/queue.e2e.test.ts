@@ -90,7 +90,7 @@ describe("llmix worker + llmix rollout --queue", () => {
 
     const code = await enqueuer.exited;
     expect(code, enqueuer.out()).toBe(0);
-    const summary = JSON.parse(enqueuer.out().slice(enqueuer.out().indexOf("{")));
+    const summary = JSON.parse(enqueuer.stdout().slice(enqueuer.stdout().indexOf("{")));
     expect(summary).toMatchObject({ episodes: EPISODES, ran: EPISODES, errors: 0 });
     expect(await baseline.exited).toBe(0);
 

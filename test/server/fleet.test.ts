@@ -217,8 +217,10 @@ describe("a fleet of replicas", () => {
     const busy = (await a.manager.create(TASK)).value.session_id;
     now += 40_000;
     await b.manager.step(busy, LOOKUP);
-    // B never held the idle session: it reaps it from the fleet's state all the same.
+    // B never held the idle session: it reaps it from the fleet's state all the same, without rebuilding it.
+    const adopted = b.manager.drainStats().fleet_adopted_total;
     expect(await b.manager.reapIdle()).toBe(1);
+    expect(b.manager.drainStats().fleet_adopted_total).toBe(adopted);
     expect((await a.fleet.stats()).sessions).toBe(1);
     await expect(a.manager.step(idle, LOOKUP)).rejects.toMatchObject({ code: "unknown_session" });
     expect((await store.getSteps(idle)).length).toBe(1);

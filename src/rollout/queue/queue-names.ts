@@ -36,6 +36,14 @@ export function stalledCheckMs(lockMs: number): number {
 /** BullMQ's name of a job: every job of the queue is one episode. */
 export const EPISODE_JOB_NAME = "episode";
 
+/**
+ * Stalls a job may have before it fails (BullMQ's maxStalledCount): the worker running it died that many
+ * times. Worker deaths are rarely an episode's doing (episodes run on worker threads, whose deaths the
+ * worker handles itself), so an innocent episode caught in several deaths — a rolling restart, an
+ * operator's kills — still runs to its end; an episode that kills a fourth worker is recorded as failed.
+ */
+export const MAX_STALLS = 3;
+
 /** BullMQ's failedReason of a job that stalled more often than a worker's maxStalledCount (its Lua script's words). */
 export const STALLED_TOO_OFTEN = "job stalled more than allowable limit";
 

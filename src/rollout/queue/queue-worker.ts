@@ -20,7 +20,7 @@ import { parsePolicySpec } from "../policies/index.js";
 import { OpenJobs } from "../pool-run.js";
 import { WorkerPool } from "../worker-pool.js";
 import { parseJobData, requireModules, type QueueJobData } from "./payload.js";
-import { checkRedis, connectionOf, DEFAULT_LOCK_MS, DEFAULT_QUEUE_NAME, stalledCheckMs } from "./queue-names.js";
+import { checkRedis, connectionOf, DEFAULT_LOCK_MS, DEFAULT_QUEUE_NAME, MAX_STALLS, stalledCheckMs } from "./queue-names.js";
 
 /** How a queue worker runs. */
 export interface QueueWorkerOptions {
@@ -35,7 +35,7 @@ export interface QueueWorkerOptions {
   workers?: number;
   /** Heap cap of each thread, in MiB. */
   heapMb?: number;
-  /** Lock duration of a job, in ms (default 10 s): a job whose worker stopped renewing it for this long is stalled and goes back to the queue (once). */
+  /** Lock duration of a job, in ms (default 10 s): a job whose worker stopped renewing it for this long is stalled and goes back to the queue (up to MAX_STALLS times). */
   lockMs?: number;
   onEvent?: (event: QueueWorkerEvent) => void;
 }
@@ -79,8 +79,8 @@ export class QueueWorker {
       // A dead worker's jobs go back to the queue at the first check after their locks lapse: between
       // half a lock and a lock after its death, plus at most one check interval (queue-names.ts).
       stalledInterval: stalledCheckMs(lockMs),
-      // A job back from one stall runs again; stalled twice, it fails and the enqueuer records an error episode.
-      maxStalledCount: 1,
+      // A job back from a stall runs again; stalled more than MAX_STALLS times, it fails and the enqueuer records an error episode.
+      maxStalledCount: MAX_STALLS,
       autorun: false,
     });
     let redisDown = false;
