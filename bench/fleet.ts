@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { Redis } from "ioredis";
 import { closeSessions, createSessions, ensureWrk, rate, runWrk, send, sessionsFor, startChild, WRK_SCRIPT, type Server } from "./service.js";
 
 const execFileAsync = promisify(execFile);
@@ -128,6 +129,11 @@ export async function fleetCost(options: { seconds?: number; redisUrl?: string }
   } finally {
     await Promise.all([single.stop(), a.stop(), b.stop()]);
     rmSync(dir, { recursive: true, force: true });
+    // The fleet's keys (its shared snapshot key, the replica set) outlive the replicas: remove them.
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`${prefix}*`).catch(() => [] as string[]);
+    if (keys.length > 0) await redis.del(...keys).catch(() => undefined);
+    redis.disconnect();
   }
   return out;
 }
