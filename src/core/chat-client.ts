@@ -14,6 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { LlmixError, type ErrorCode } from "./errors.js";
+import { Rng } from "./rng.js";
 
 /** Where the server is and how hard to try. */
 export interface ChatServerConfig {
@@ -42,10 +43,16 @@ export interface ChatClient {
   complete(body: ChatCompletionCreateParamsNonStreaming): Promise<ChatCompletion>;
 }
 
+/** Clients made in this thread (keys their jitter streams apart). */
+let clients = 0;
+
 /** A chat-completions client with the retry loop above. */
 export function chatClient(cfg: ChatServerConfig, who: ChatCaller): ChatClient {
   const endpoint = `${cfg.baseURL.replace(/\/+$/, "")}/chat/completions`;
   let errorBody: string | undefined;
+  // Jitter from a seeded stream, not Math.random (DESIGN §2: a judge runs inside environments); one
+  // stream per client, so clients of one server still retry out of lockstep.
+  const jitter = Rng.fromKey("llmix.chat-client", endpoint, ++clients);
   const client = new OpenAI({
     baseURL: cfg.baseURL,
     apiKey: cfg.apiKey,
@@ -77,7 +84,7 @@ export function chatClient(cfg: ChatServerConfig, who: ChatCaller): ChatClient {
             url: endpoint, model: cfg.model, attempts, status: failure.status ?? null, retryable: failure.retryable,
           });
         }
-        const backoff = Math.min(cfg.retryMaxDelayMs, cfg.retryBaseDelayMs * 2 ** attempt) * (1 - Math.random() * 0.25);
+        const backoff = Math.min(cfg.retryMaxDelayMs, cfg.retryBaseDelayMs * 2 ** attempt) * (1 - jitter.float() * 0.25);
         await sleep(failure.retryAfterMs === undefined ? backoff : Math.min(cfg.retryMaxDelayMs, failure.retryAfterMs));
       }
     },
@@ -126,9 +133,9 @@ function serverErrorText(body: string | undefined): string | undefined {
 }
 
 /** The root cause of a connection error ("connect ECONNREFUSED 127.0.0.1:9"), not undici's "fetch failed". */
-function innermostMessage(error: Error): string {
+export function innermostMessage(error: unknown): string {
   let current: unknown = error;
-  let message = error.message;
+  let message = error instanceof Error ? error.message : String(error);
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     if (current.message) message = current.message;
     current = (current as { cause?: unknown }).cause;
@@ -137,7 +144,7 @@ function innermostMessage(error: Error): string {
 }
 
 /** Retry-After (seconds or an HTTP date) or the non-standard retry-after-ms, in milliseconds. */
-function retryAfter(headers: Headers | undefined): number | undefined {
+export function retryAfter(headers: Headers | undefined): number | undefined {
   const ms = Number.parseFloat(headers?.get("retry-after-ms") ?? "");
   if (Number.isFinite(ms) && ms >= 0) return ms;
   const value = headers?.get("retry-after");

@@ -21,6 +21,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { LlmixError } from "../../core/errors.js";
+import { innermostMessage, retryAfter } from "../../core/chat-client.js";
 import { Rng } from "../../core/rng.js";
 import { requireName, requireThreshold } from "../config.js";
 import { defineVerifier, type Verifier } from "../verifier.js";
@@ -243,23 +244,4 @@ function preview(text: string): string {
   return t.length > 300 ? `${t.slice(0, 300)}…` : t;
 }
 
-/** The root cause of a connection error ("connect ECONNREFUSED 127.0.0.1:9"), not undici's "fetch failed". */
-function innermostMessage(error: unknown): string {
-  let current: unknown = error;
-  let message = error instanceof Error ? error.message : String(error);
-  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
-    if (current.message) message = current.message;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return message;
-}
 
-/** Retry-After (seconds or an HTTP date) in milliseconds. */
-function retryAfter(headers: Headers): number | undefined {
-  const value = headers.get("retry-after");
-  if (!value) return undefined;
-  const seconds = Number.parseFloat(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
-}
