@@ -189,10 +189,12 @@ describe("TaskSampler: knobs and named sets", () => {
 
   it("weighs tasks within a cell by their knobs, deterministically, and 0 excludes them", () => {
     const spec = { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 4 } } as const;
-    const ids = new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }).next(2000);
+    // With knobs a call draws at most 1000: two calls continue one stream.
+    const draw2000 = (sampler: TaskSampler) => [...sampler.next(1000), ...sampler.next(1000)];
+    const ids = draw2000(new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }));
     expect(share(new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 } }, family: "toy", seed: 2 }).next(2000))).toBeCloseTo(0.5, 1);
     expect(share(ids)).toBeCloseTo(0.8, 1);
-    expect(new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }).next(2000)).toEqual(ids);
+    expect(draw2000(new TaskSampler({ spec, family: "toy", seed: 2 }, undefined, { features }))).toEqual(ids);
     const never = new TaskSampler({ spec: { ...spec, knobs: { "variant=injection": 0 } }, family: "toy" }, undefined, { features }).next(200);
     expect(share(never)).toBe(0);
     // A restored sampler with the same runtime continues identically.
@@ -219,5 +221,21 @@ describe("TaskSampler: knobs and named sets", () => {
     expect(ids.filter((id) => !sets.negatives.includes(id)).every((id) => id.startsWith("toy/easy/"))).toBe(true);
     expect(() => new TaskSampler({ spec: { kind: "mix", weights: { "set:other": 1 } }, family: "toy", sets })).toThrow(/names no task set/);
     expect(() => new TaskSampler({ spec: { kind: "mix", weights: { "set:x": 1 } }, family: "toy", sets: { x: ["other/hard/seed-1"] } })).toThrow(/not a task id of toy/);
+  });
+});
+
+describe("TaskSampler: knobs that accept nothing", () => {
+  it("gives up after MAX_KNOB_TRIES candidates instead of searching for seconds, and bounds n", () => {
+    let generated = 0;
+    const features = (id: string) => {
+      generated++;
+      return { variant: id.length > 0 ? "none" : "x" };
+    };
+    const sampler = new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=none": 0 } }, family: "toy" }, undefined, { features });
+    expect(() => sampler.next(1)).toThrow(/knobs accepted none of 256/);
+    expect(generated).toBe(256);
+    const ok = new TaskSampler({ spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=none": 2 } }, family: "toy" }, undefined, { features });
+    expect(() => ok.next(1001)).toThrow(/at most 1000 tasks per call/);
+    expect(ok.next(1000)).toHaveLength(1000);
   });
 });

@@ -94,6 +94,13 @@ export interface TaskResult {
 }
 
 const DEFAULTS = { band: [0.2, 0.8] as const, window: 32, min_results: 4, explore: 0.1, outside_weight: 0.05 };
+/**
+ * With knobs, each candidate costs a task generation (its features), up to ~1 ms, on a thread others
+ * share (the service's jobs host): a draw tries at most this many candidates (a knob set that accepts
+ * less than ~1 in 100 is refused, never searched for seconds), and one call draws at most MAX_KNOB_DRAWS.
+ */
+export const MAX_KNOB_TRIES = 256;
+export const MAX_KNOB_DRAWS = 1000;
 /** Draws before a sampler gives up finding an id of its split in a cell (ids are ~90% train, ~10% eval). */
 const MAX_SPLIT_TRIES = 10_000;
 
@@ -144,6 +151,9 @@ export class TaskSampler {
   next(n: number, step = 0): string[] {
     if (!Number.isSafeInteger(n) || n < 0) throw new ValidationError("invalid_argument", `n must be an integer >= 0, got ${n}`);
     if (!Number.isSafeInteger(step) || step < 0) throw new ValidationError("invalid_argument", `step must be an integer >= 0, got ${step}`);
+    if (this.knobs.length > 0 && n > MAX_KNOB_DRAWS) {
+      throw new ValidationError("invalid_argument", `with knobs a sampler draws at most ${MAX_KNOB_DRAWS} tasks per call (each candidate generates a task), got n = ${n}`);
+    }
     const weights = this.weights(step);
     const values = this.cells.map((c) => weights[c] as number);
     const ids: string[] = [];
@@ -210,12 +220,17 @@ export class TaskSampler {
     if (cell.startsWith(SET_PREFIX)) return this.rng.pick(this.config.sets?.[cell.slice(SET_PREFIX.length)] ?? []);
     const [family, difficulty] = cell.split("/") as [string, string];
     const split = this.config.split ?? "train";
+    let candidates = 0;
     for (let tries = 0; tries < MAX_SPLIT_TRIES; tries++) {
       const id = formatTaskId(family, difficulty, this.rng.int(0, 0x7fffffff));
       if (splitOf(id) !== split) continue;
-      if (this.knobs.length === 0 || this.rng.float() * this.maxKnobWeight < this.knobWeight(id)) return id;
+      if (this.knobs.length === 0) return id;
+      if (this.rng.float() * this.maxKnobWeight < this.knobWeight(id)) return id;
+      if (++candidates >= MAX_KNOB_TRIES) {
+        throw new ValidationError("invalid_argument", `knobs accepted none of ${MAX_KNOB_TRIES} ${split} tasks of ${cell}: they are too selective (a weight of 0 for every value excludes the whole cell; keep the ratio of weights under ~100)`);
+      }
     }
-    throw new ValidationError("invalid_argument", `no ${split} task id found in ${cell} after ${MAX_SPLIT_TRIES} draws${this.knobs.length > 0 ? " (do the knobs give every task of it weight 0?)" : ""}`);
+    throw new ValidationError("invalid_argument", `no ${split} task id found in ${cell} after ${MAX_SPLIT_TRIES} draws`);
   }
 
   /** The product of the multipliers of the knobs the task matches (1 when it matches none). */

@@ -109,6 +109,9 @@ describe("catalogue", () => {
       [{ env: "billing-dispute", spec, results: [{ task_id: "billing-dispute/easy/seed-1", outcome: 7 }] }, /outcome/],
       [{ env: "billing-dispute", state: { config: 1 } }, /sampler/],
       [{ env: "billing-dispute", spec: { kind: "mix", weights: { hard: 1 }, knobs: { "colour=blue": 2 } } }, /"colour" is not a feature/],
+      // A hostile tenant: knobs that accept nothing would search the shared jobs host for seconds per draw; they are refused after 256 candidates.
+      [{ env: "billing-dispute", spec: { kind: "mix", weights: { hard: 1 }, knobs: Object.fromEntries(["none", "social-engineering", "injection", "conflicting-records", "gateway-failure"].map((v) => [`variant=${v}`, 0])) } }, /knobs accepted none of 256 train tasks/],
+      [{ env: "billing-dispute", spec: { kind: "mix", weights: { hard: 1 }, knobs: { "variant=injection": 2 } }, n: 1001 }, /at most 1000 tasks per call/],
     ] as const) {
       const bad = await api(base, "POST", "/v1/tasks/sample", body);
       expect(bad.status, JSON.stringify(body)).toBe(400);
