@@ -707,6 +707,12 @@ export class SessionManager {
     let records = this.fleet ? await this.fleet.records(s.id) : s.records;
     if (stopped) records = [...records, this.stoppedStep(s, records.length + 1, stopped.action, stopped.error)];
     if (records.length === 0) return;
+    if (this.fleet && (await store.getEpisode(s.id))) {
+      // A replica that died between storing the episode and marking it stored: it is in the store already.
+      s.storedElsewhere = true;
+      await this.fleet.markStored(s.id);
+      return;
+    }
     const runId = await this.runFor(s);
     const episode = episodeRecord(this.jobOf(s, runId), records, null, s.createdAt, new Date(this.now()));
     await store.writeEpisodes([{ episode, steps: records }]);

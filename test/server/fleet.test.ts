@@ -129,6 +129,21 @@ describe("a fleet of replicas", () => {
     expect(episodes[0]?.outcome).toBe((await plainStore.getEpisode(reference.id))?.outcome);
   });
 
+  it("a replica that died between storing an episode and marking it stored: the next close does not store it twice", async () => {
+    const store = tempStore();
+    const prefix = newPrefix();
+    const a = await replica(prefix, { store });
+    const b = await replica(prefix, { store });
+    const id = (await a.manager.create({ ...TASK, record: true })).value.session_id;
+    for (const action of ACTIONS) await a.manager.step(id, action);
+    // The episode ended and was stored on A; A's mark is lost (it died before writing it).
+    const redis = new Redis(REDIS);
+    await redis.hset(`${prefix}s:${id}`, "stored", "0");
+    redis.disconnect();
+    await b.manager.close(id);
+    expect((await store.episodes({})).filter((e) => e.episode_id === id)).toHaveLength(1);
+  });
+
   it("runs one operation at a time fleet-wide, and takes over the lock of a replica that died", async () => {
     const prefix = newPrefix();
     const a = await replica(prefix);
