@@ -121,7 +121,7 @@ async function judge(client: ChatClient, model: string, rubric: Rubric, rubricKe
     seed: 0,
     messages: [
       { role: "system", content: systemPrompt(rubric) },
-      { role: "user", content: `${truncated ? "(The text was cut at its first characters.)\n" : ""}<<<TEXT\n${text}\nTEXT>>>` },
+      { role: "user", content: `${truncated ? "(The text was cut at its first characters.)\n" : ""}<<<TEXT\n${fenced(text)}\nTEXT>>>` },
     ],
     response_format: { type: "json_schema", json_schema: { name: "rubric_verdict", strict: true, schema: verdictSchema(rubric) } },
   });
@@ -196,6 +196,11 @@ function parseVerdict(content: unknown, rubric: Rubric, endpoint: string): Array
   const missing = rubric.criteria.filter((r) => !seen.has(r.id)).map((r) => r.id);
   if (missing.length > 0) throw fail(`criteria not judged: ${missing.join(", ")}`);
   return out;
+}
+
+/** The judged text with the fence markers defused: an agent cannot close the block early and write instructions after it. */
+function fenced(text: string): string {
+  return text.replace(/<<<TEXT|TEXT>>>/g, (marker) => marker.replace(/[<>]/g, "_"));
 }
 
 /** Whitespace collapsed and lowercased, so a quote matches however the judge re-wrapped it. */
