@@ -61,3 +61,33 @@ export function sampleTaskIds(options: SampleOptions): string[] {
   }
   return ids;
 }
+
+/** Share of a held-out difficulty's scenario combinations that belong to the eval split. */
+export const EVAL_SCENARIO_FRACTION = 0.15;
+
+/**
+ * The split a scenario combination belongs to: a hash of the environment, the difficulty and the
+ * scenario's key (features.ts scenarioKey), EVAL_SCENARIO_FRACTION of them eval. Environments use it so
+ * that eval holds out whole combinations, not only ids.
+ */
+export function combinationSplit(envId: string, difficulty: string, key: string): Split {
+  const bucket = createHash("sha256").update(`holdout\u241f${envId}\u241f${difficulty}\u241f${key}`).digest().readUInt32LE(0) / 0x100000000;
+  return bucket < EVAL_SCENARIO_FRACTION ? "eval" : "train";
+}
+
+/** Draws before drawHeldOut keeps a scenario of the other split (options that leave none of the id's). */
+const MAX_HELD_OUT_DRAWS = 200;
+
+/**
+ * Draw a scenario whose combination is in the task id's split `want`: `draw` is called again (on the
+ * task's own rng, so deterministically) while `splitOfScenario` names the other split. A null split means
+ * the difficulty is not held out by combination. Options that leave no combination of the id's split keep
+ * the last draw (forced scenarios are for tests and curricula, not for the splits).
+ */
+export function drawHeldOut<Scenario>(want: Split, draw: () => Scenario, splitOfScenario: (scenario: Scenario) => Split | null): Scenario {
+  for (let k = 1; ; k++) {
+    const scenario = draw();
+    const split = splitOfScenario(scenario);
+    if (split === null || split === want || k >= MAX_HELD_OUT_DRAWS) return scenario;
+  }
+}

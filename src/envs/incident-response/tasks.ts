@@ -8,13 +8,12 @@
  * states the exact rules that make an address an attacker and an account compromised, so the expected
  * answer is a function of the files: the verifier can check it exactly.
  */
-import { createHash } from "node:crypto";
 import { DEFAULT_EPOCH_MS } from "../../core/clock.js";
 import { ValidationError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
 import { scenarioKey, type TaskFeatureSet } from "../../tasks/features.js";
 import type { TaskGenerator } from "../../tasks/generator.js";
-import { splitOf, type Split } from "../../tasks/splits.js";
+import { combinationSplit, drawHeldOut, splitOf, type Split } from "../../tasks/splits.js";
 import { parseTaskId, type TaskId } from "../../tasks/task-id.js";
 import { parseIPv4 } from "./net.js";
 
@@ -77,16 +76,10 @@ export const SPACE: Record<Difficulty, { blocks: [number, number]; accounts: [nu
 };
 
 /**
- * Share of each held-out difficulty's scenario combinations (difficulty + declared features) that belong
- * to the eval split. A task id draws its scenario until the combination's split is the id's own
- * (splitOf), so eval holds out whole combinations. Easy is not held out by combination: its space is one
- * scenario per family, and holding one out would take a whole family out of training.
+ * Difficulties whose eval split holds out whole scenario combinations (splits.ts combinationSplit). Easy is
+ * not: its space is one scenario per family, and holding one out would take a whole family out of training.
  */
-export const EVAL_SCENARIO_FRACTION = 0.15;
-/** Difficulties whose eval split holds out whole scenario combinations. */
 export const HELD_OUT_DIFFICULTIES: readonly Difficulty[] = ["medium", "hard"];
-/** Draws before a task whose scenario options leave no combination of its split keeps its last draw. */
-const MAX_SCENARIO_DRAWS = 200;
 
 export interface Host {
   name: string;
@@ -216,13 +209,11 @@ export function hostCap(family: Family, difficulty: Difficulty): number {
 
 /**
  * The split a scenario combination belongs to: the difficulty and the declared features (scenarioKey),
- * hashed, EVAL_SCENARIO_FRACTION of them eval. Null on a difficulty not held out by combination (easy).
+ * hashed (splits.ts combinationSplit), EVAL_SCENARIO_FRACTION of them eval. Null on a difficulty not held out by combination (easy).
  */
 export function scenarioSplit(difficulty: Difficulty, scenario: Scenario): Split | null {
   if (!HELD_OUT_DIFFICULTIES.includes(difficulty)) return null;
-  const key = `${ENV_ID}\u241f${difficulty}\u241f${scenarioKey(scenario, INCIDENT_FEATURES.declared)}`;
-  const bucket = createHash("sha256").update(`holdout\u241f${key}`).digest().readUInt32LE(0) / 0x100000000;
-  return bucket < EVAL_SCENARIO_FRACTION ? "eval" : "train";
+  return combinationSplit(ENV_ID, difficulty, scenarioKey(scenario, INCIDENT_FEATURES.declared));
 }
 
 /** One draw of a scenario from the task's rng; options force the family and the variant. */
@@ -248,12 +239,7 @@ function drawOnce(difficulty: Difficulty, rng: Rng, options: ScenarioOptions): S
  */
 export function drawScenario(id: TaskId, rng: Rng, options: ScenarioOptions = {}): Scenario {
   const difficulty = id.difficulty as Difficulty;
-  const want = splitOf(id.id);
-  for (let k = 1; ; k++) {
-    const scenario = drawOnce(difficulty, rng, options);
-    const split = scenarioSplit(difficulty, scenario);
-    if (split === null || split === want || k >= MAX_SCENARIO_DRAWS) return scenario;
-  }
+  return drawHeldOut(splitOf(id.id), () => drawOnce(difficulty, rng, options), (scenario) => scenarioSplit(difficulty, scenario));
 }
 
 // ---- time formats --------------------------------------------------------------------------------
