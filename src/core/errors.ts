@@ -52,6 +52,10 @@ export const ERROR_CODES = {
   budget_exceeded: "A sandbox operation used up its deterministic work budget and was stopped.",
   forbidden_statement: "A SQL statement that could reach outside the sandbox was refused.",
   sql_error: "A SQL statement failed.",
+  stale_element: "A web action named an element id that is not on the current page.",
+  not_interactable: "A web action does not apply to the element it names (fill on a link, select on a button).",
+  navigation_refused: "A web navigation left the application (another origin, scheme or a malformed URL).",
+  browser_unavailable: "The real browser (Chromium through playwright-core) could not be started.",
   module_load_failed: "A user environment module could not be loaded.",
   module_type_errors: "A user environment module written in TypeScript has type errors.",
   invalid_config: "A configuration value is invalid.",
@@ -138,7 +142,11 @@ export class SandboxError extends LlmixError {
       | "size_limit"
       | "budget_exceeded"
       | "forbidden_statement"
-      | "sql_error",
+      | "sql_error"
+      | "stale_element"
+      | "not_interactable"
+      | "navigation_refused"
+      | "browser_unavailable",
     message: string,
     details: Record<string, unknown> = {},
   ) {
