@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { LlmixError, SandboxError } from "../../core/errors.js";
 import { renderDocument, type WebApp, type WebRequest } from "./app.js";
 import { captureDom } from "./dom.js";
@@ -29,7 +29,8 @@ let shared: Promise<Browser> | null = null;
 
 /** The process's Chromium, started on first use. */
 async function browser(): Promise<Browser> {
-  shared ??= chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS }).catch((error: unknown) => {
+  // playwright-core takes ~1 s to import: loaded on first use, not by every `import "llmix-rl"`.
+  shared ??= import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS })).catch((error: unknown) => {
     shared = null;
     throw new SandboxError("browser_unavailable", `Chromium could not start from ${chromiumPath()} (install Debian's chromium, or set LLMIX_CHROMIUM): ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
   });

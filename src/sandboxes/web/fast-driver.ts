@@ -5,7 +5,7 @@
  * ("constructing the entry list"), implicit submission on Enter, toggling checkboxes and radio groups.
  * The faithfulness test plays the same episodes in Chromium and compares the observations.
  */
-import { Window } from "happy-dom";
+import type { Window } from "happy-dom";
 import { SandboxError } from "../../core/errors.js";
 import { renderDocument, type WebApp, type WebRequest } from "./app.js";
 import { captureDom, type MiniDocument } from "./dom.js";
@@ -32,10 +32,13 @@ type HdElement = {
 };
 type HdDocument = MiniDocument & { querySelector(selector: string): HdElement | null };
 
+// happy-dom takes ~0.7 s to import: loaded when the first page opens, not by every `import "llmix-rl"`.
+let happyDom: Promise<typeof import("happy-dom")> | null = null;
+
 export class FastDriver implements WebDriver {
   readonly kind = "fast" as const;
-  private readonly window = new Window({ url: "http://localhost/" });
-  private readonly parser = new this.window.DOMParser();
+  private window: Window | null = null;
+  private parser: { parseFromString(html: string, type: "text/html"): unknown } | null = null;
   private doc: HdDocument | null = null;
   private url = "/";
   private status = 200;
@@ -44,6 +47,11 @@ export class FastDriver implements WebDriver {
   constructor(private readonly app: WebApp) {}
 
   async open(url: string): Promise<void> {
+    if (this.window === null) {
+      happyDom ??= import("happy-dom");
+      this.window = new (await happyDom).Window({ url: "http://localhost/" });
+      this.parser = new this.window.DOMParser();
+    }
     this.navigate({ method: "GET", url, form: [] });
   }
 
@@ -94,7 +102,8 @@ export class FastDriver implements WebDriver {
   }
 
   async close(): Promise<void> {
-    await this.window.happyDOM.close();
+    await this.window?.happyDOM.close();
+    this.window = null;
   }
 
   private element(bid: string): HdElement {
@@ -123,7 +132,7 @@ export class FastDriver implements WebDriver {
       if (response.kind === "page") {
         this.url = current.url;
         this.status = response.status;
-        this.doc = this.parser.parseFromString(renderDocument(response), "text/html") as unknown as HdDocument;
+        this.doc = (this.parser as NonNullable<typeof this.parser>).parseFromString(renderDocument(response), "text/html") as unknown as HdDocument;
         this.loads++;
         return;
       }
