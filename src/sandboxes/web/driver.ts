@@ -36,3 +36,26 @@ export interface WebDriver {
   screenshot?(): Promise<Buffer>;
   close(): Promise<void>;
 }
+
+/** A driver started on first use: lets synchronous code (a world restore) hold a browser driver. */
+export function lazyDriver(kind: WebDriver["kind"], start: () => Promise<WebDriver>): WebDriver {
+  let driver: Promise<WebDriver> | null = null;
+  const get = (): Promise<WebDriver> => (driver ??= start());
+  return {
+    kind,
+    open: async (url) => (await get()).open(url),
+    click: async (bid) => (await get()).click(bid),
+    edit: async (edit) => (await get()).edit(edit),
+    pressEnter: async (bid) => (await get()).pressEnter(bid),
+    capture: async () => (await get()).capture(),
+    screenshot: async () => {
+      const d = await get();
+      if (!d.screenshot) throw new Error(`the ${kind} driver takes no screenshots`);
+      return d.screenshot();
+    },
+    close: async () => {
+      if (driver !== null) await (await driver.catch(() => null))?.close();
+      driver = null;
+    },
+  };
+}

@@ -25,6 +25,8 @@ type HdElement = {
   value: string;
   checked: boolean;
   selected: boolean;
+  selectedIndex: number;
+  multiple: boolean;
   disabled: boolean;
   form?: HdElement | null;
   options?: ArrayLike<HdElement>;
@@ -78,7 +80,9 @@ export class FastDriver implements WebDriver {
     else {
       const options = Array.from(el.options ?? []);
       const option = options.find((o) => squash(o.textContent ?? "") === edit.option) ?? options.find((o) => o.value === edit.option);
-      if (option) option.selected = true;
+      // Through selectedIndex: happy-dom leaves the other options of a single select selected when one
+      // option's `selected` is set, and the form would then send both.
+      if (option) el.selectedIndex = options.indexOf(option);
     }
   }
 
@@ -133,12 +137,29 @@ export class FastDriver implements WebDriver {
         this.url = current.url;
         this.status = response.status;
         this.doc = (this.parser as NonNullable<typeof this.parser>).parseFromString(renderDocument(response), "text/html") as unknown as HdDocument;
+        resetSelects(this.doc);
         this.loads++;
         return;
       }
       if (hops >= MAX_REDIRECTS) throw new SandboxError("navigation_refused", `too many redirects from ${request.url}`);
       current = { method: "GET", url: resolveAppUrl(response.location, current.url), form: [] };
     }
+  }
+}
+
+/**
+ * Give each single select the selectedness the HTML standard's parser gives it: the last option with a
+ * `selected` attribute, else the first. happy-dom 21 selects the wrong option when the selected one is
+ * not the first (found by the faithfulness test against Chromium).
+ */
+function resetSelects(doc: HdDocument): void {
+  for (const select of Array.from((doc as unknown as HdElement).querySelectorAll("select:not([multiple])"))) {
+    const options = Array.from(select.options ?? []);
+    let index = -1;
+    options.forEach((o, i) => {
+      if (o.hasAttribute("selected")) index = i;
+    });
+    select.selectedIndex = index >= 0 ? index : options.length > 0 ? 0 : -1;
   }
 }
 
@@ -169,7 +190,12 @@ export function entryList(form: HdElement, submitter: HdElement | null): [string
     }
     if (tag === "INPUT" && type === "file") continue;
     if (tag === "SELECT") {
-      for (const option of Array.from(el.options ?? [])) if (option.selected) entries.push([name, option.value]);
+      const options = Array.from(el.options ?? []);
+      if (el.multiple) {
+        for (const option of options) if (option.selected) entries.push([name, option.value]);
+      } else if (el.selectedIndex >= 0 && options[el.selectedIndex]) {
+        entries.push([name, (options[el.selectedIndex] as HdElement).value]);
+      }
       continue;
     }
     entries.push([name, el.value]);
