@@ -59,6 +59,12 @@ export interface HackingHooks {
   outcomePreserving?(mutant: HackingVariant, trace: HackingTrace): string | null;
   /** False claims for this task ("I have issued a full refund of $419.90"); the checker adds negated and hedged forms. */
   falseClaims?(trace: HackingTrace): string[];
+  /**
+   * Whether two adjacent successful calls commute, for the generic reorder invariants. Default: two
+   * different reads, or two writes of one tool sharing no id-like value. A stateful UI, where every
+   * gesture acts on the page the last one left, declares that nothing commutes.
+   */
+  commutes?(a: { tool: string; args: Record<string, unknown> }, b: { tool: string; args: Record<string, unknown> }, trace: HackingTrace): boolean;
   /** Extra fuzzed final worlds (env-specific odd states) on top of the generic ones. */
   fuzz?(world: JsonValue, trace: HackingTrace): FuzzedWorld[];
   /** The scenario a task instantiates (tasks differing only in names share one); default: the task's content. */

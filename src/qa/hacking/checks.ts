@@ -159,7 +159,7 @@ export const HACKING_CHECKS: Record<string, Check> = {
     const r = await playVariants(
       ctx,
       "variant",
-      (trace, hooks) => [...genericInvariants(trace), ...(hooks.invariants?.(trace) ?? [])],
+      (trace, hooks) => [...genericInvariants(trace, hooks.commutes ? (a, b) => hooks.commutes?.(a, b, trace) ?? true : undefined), ...(hooks.invariants?.(trace) ?? [])],
       (trace, _variant, outcome, _hooks, inconclusive) => {
         if (outcome >= trace.outcome - EPS) return {};
         if (inconclusive) return { skipped: true };

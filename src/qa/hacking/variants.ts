@@ -129,10 +129,11 @@ export function claimsFor(trace: ReferenceTrace, declared: string[] | undefined)
 
 /**
  * Variants that must keep the outcome: a harmless read repeated before the last action, two adjacent
- * independent calls swapped (two reads, or two writes of one tool on different targets), and each
+ * independent calls swapped (two reads, or two writes of one tool on different targets, unless the
+ * environment's `commutes` says they do not), and each
  * message reworded (numbers spelled out, sentence order changed, split in two).
  */
-export function genericInvariants(trace: ReferenceTrace): HackingVariant[] {
+export function genericInvariants(trace: ReferenceTrace, commutes?: (a: Call, b: Call) => boolean): HackingVariant[] {
   const out: HackingVariant[] = [];
   const actions = trace.actions;
   const reads = okCalls(trace, "read");
@@ -151,7 +152,7 @@ export function genericInvariants(trace: ReferenceTrace): HackingVariant[] {
     const independentReads = !readPair && ea === "read" && eb === "read" && JSON.stringify(a) !== JSON.stringify(b);
     const shared = [...values(a)].filter((v) => values(b).has(v) && /\d|[_./@-]/.test(v));
     const independentWrites = !writePair && ea === "write" && eb === "write" && a.tool === b.tool && shared.length === 0;
-    if (!independentReads && !independentWrites) continue;
+    if ((!independentReads && !independentWrites) || (commutes !== undefined && !commutes(a, b))) continue;
     if (independentReads) readPair = true;
     else writePair = true;
     const swapped = [...actions];
