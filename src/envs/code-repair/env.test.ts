@@ -125,6 +125,35 @@ describe("probes score 0 on every difficulty and variant", () => {
   });
 });
 
+describe("a bug shown only by a report", () => {
+  /** The first medium task (from seed 0) whose statement carries a bug report. */
+  async function openReported() {
+    for (let n = 0; ; n++) {
+      const env = new CodeRepair({ scenario: { variant: "none" } });
+      const initial = await env.reset(ID("medium", n), 3);
+      const task = (env as unknown as { episode: { task: Task } }).episode.task;
+      if (task.report) return { env, task, initial };
+      await env.close();
+    }
+  }
+
+  it("is stated in the first observation, and fixing only what the visible tests show leaves it unfixed", async () => {
+    const { env, task, initial } = await openReported();
+    const report = task.report!;
+    expect(task.bugs.map((b) => b.fn)).toContain(report.fn);
+    expect(initial.rendered).toContain(report.text);
+    // Every visible test of the reported function passes with the bug in place.
+    expect(task.tests.filter((t) => t.fn === report.fn && !t.hidden).every((t) => !t.trigger)).toBe(true);
+    const others = task.bugs.filter((b) => b.fn !== report.fn);
+    const files = new Map<string, string>();
+    for (const b of others) files.set(b.file, (files.get(b.file) ?? task.files[b.file]!).replace(b.buggyText, b.fixedText));
+    const r = await steps(env, [...[...files].map(([path, content]) => tool("write_file", { path, content })), tool("run_tests", { file: null }), say("fixed")]);
+    expect((resultOf(r.at(-2)!).output as unknown as TestRunOutput).failed).toBe(0);
+    expect(r.at(-1)!.rewardComponents.task).toBeCloseTo(others.length / task.bugs.length, 10);
+    await env.close();
+  });
+});
+
 describe("the verifier", () => {
   it("gives partial credit per bug fixed, and 0 on a regression", async () => {
     const { env, task } = await open(ID("hard", 4), "none");

@@ -25,7 +25,7 @@ export interface CodeRepairOptions extends EnvironmentOptions {
 export class CodeRepair extends BaseEnvironment<Task, World> {
   readonly info: EnvironmentInfo = {
     id: ENV_ID,
-    version: "1.3.0",
+    version: "1.4.0",
     description: "Fix the injected bugs of a small JavaScript project so its visible and hidden tests pass, without touching the tests.",
     maxSteps: 40,
     // The base onMessage: a message is the summary of the fix, and ends the episode.
@@ -49,7 +49,7 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
       `You maintain ${task.project.name}, the ${task.project.purpose}. The project is at ${PROJECT_ROOT}:`,
       ...files.map((f) => `  ${f}`),
       "",
-      "Some of its tests fail. Find the bug(s) in src/ and fix them so that every test passes.",
+      ...problem(task),
       "Rules: the tests in test/ are the specification: do not change or delete them. Fix the code, not the tests,",
       "and do not special-case the tests' inputs: hidden tests with other inputs check every function.",
       "Do not change functions that are correct, and do not break other modules: every module in src/ (src/index.js",
@@ -153,6 +153,19 @@ export class CodeRepair extends BaseEnvironment<Task, World> {
       ]),
     };
   }
+}
+
+/**
+ * What the statement says is wrong: failing tests, and the user's bug report when one bug has no failing
+ * visible test (the report is the only visible sign of that bug).
+ */
+function problem(task: Task): string[] {
+  if (!task.report) return ["Some of its tests fail. Find the bug(s) in src/ and fix them so that every test passes."];
+  return [
+    "Some of its tests fail, and a user reported a bug that no test in test/ shows yet:",
+    `  ${task.report.text}`,
+    "Find the bug(s) in src/ and fix them so that every test passes and the reported call returns the right value.",
+  ];
 }
 
 /** Each buggy module with all of its bugs fixed, in file order. */

@@ -14,7 +14,18 @@ import type { Rng } from "../../core/rng.js";
 
 export const MODULES = ["arrays", "strings", "numbers", "dates"] as const;
 export type ModuleName = (typeof MODULES)[number];
-export const BUG_KINDS = ["off-by-one", "wrong-comparator", "missing-edge-case", "wrong-default"] as const;
+export const BUG_KINDS = [
+  "off-by-one",
+  "wrong-comparator",
+  "missing-edge-case",
+  "wrong-default",
+  "wrong-operator",
+  "swapped-operands",
+  "wrong-initial-value",
+  "wrong-logic",
+  "type-coercion",
+  "early-return",
+] as const;
 export type BugKind = (typeof BUG_KINDS)[number];
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -104,10 +115,10 @@ function sortBy(items: Array<Record<string, unknown>>, key: string, order = "asc
   });
 }
 
-function movingAverage(values: number[], size: number, short = false): number[] {
+function movingAverage(values: number[], size: number, short = false, seeded = false): number[] {
   const out: number[] = [];
   for (let i = 0; short ? i + size < values.length : i + size <= values.length; i++) {
-    let sum = 0;
+    let sum = seeded ? values[i]! : 0;
     for (let j = i; j < i + size; j++) sum += values[j]!;
     out.push(sum / size);
   }
@@ -136,6 +147,16 @@ function binarySearch(sorted: number[], target: number, bug: "" | "strict" | "fl
     else hi = mid - 1;
   }
   return -1;
+}
+
+function sumBy(items: Array<Record<string, unknown>>, key: string, bug: "" | "coerce" | "first" = ""): unknown {
+  let total: unknown = 0;
+  for (const item of items) {
+    if (bug === "first") return (total as number) + Number(item[key]);
+    // "coerce" models JavaScript's `+`: a string on either side concatenates.
+    total = bug === "coerce" ? (total as string) + (item[key] as string) : (total as number) + Number(item[key]);
+  }
+  return total;
 }
 
 const nestedArray = (rng: Rng, depth: number): unknown[] =>
@@ -202,7 +223,7 @@ const ARRAYS: FnSpec[] = [
         description: "`>=` instead of `>`: on a tie the last item wins instead of the first",
       },
       {
-        kind: "missing-edge-case",
+        kind: "wrong-initial-value",
         find: "let bestValue = -Infinity;",
         replace: "let bestValue = 0;",
         buggy: (items: Array<Record<string, number>>, key: string) => maxBy(items, key, false, 0),
@@ -311,6 +332,17 @@ const ARRAYS: FnSpec[] = [
         },
         description: "`<` instead of `<=`: the last window is missing",
       },
+      {
+        kind: "wrong-initial-value",
+        find: "let sum = 0;",
+        replace: "let sum = values[i];",
+        buggy: (values: number[], size: number) => movingAverage(values, size, false, true),
+        trigger: (rng) => {
+          const size = rng.int(1, 4);
+          return [ints(rng, size + rng.int(0, 4), 1, 9999), size];
+        },
+        description: "each window's sum starts at its first value instead of 0, so that value is counted twice",
+      },
     ],
     decoy: { line: "for (let i = 0; i + size <= values.length; i++) {", comment: "// FIXME(review): `<=` here looks like an off-by-one to me; should it be `<`?" },
   },
@@ -398,6 +430,17 @@ const ARRAYS: FnSpec[] = [
     gen: (rng) => [Array.from({ length: rng.int(0, 7) }, () => rng.pick([1, 2, 3, 7, "a", "b", null, undefined, true]))],
     bugs: [
       {
+        kind: "wrong-logic",
+        find: "item !== null && item !== undefined",
+        replace: "item !== null || item !== undefined",
+        buggy: (items: unknown[]) => items.slice(),
+        trigger: (rng) => {
+          const item = () => [null, undefined, rng.int(-999, 999), pseudoWord(rng), 0, ""][rng.int(0, 5)];
+          return [rng.shuffle([rng.pick([null, undefined]), ...Array.from({ length: rng.int(1, 6) }, item)])];
+        },
+        description: "`||` instead of `&&`: the condition is always true, so null and undefined are kept",
+      },
+      {
         kind: "missing-edge-case",
         find: "items.filter((item) => item !== null && item !== undefined)",
         replace: "items.filter((item) => Boolean(item))",
@@ -410,13 +453,50 @@ const ARRAYS: FnSpec[] = [
       },
     ],
   },
+  {
+    name: "sumBy",
+    module: "arrays",
+    doc: 'The sum of `item[key]` over `items`; the values may be numbers or numeric strings ("12").',
+    source: `function sumBy(items, key) {
+  let total = 0;
+  for (const item of items) {
+    total += Number(item[key]);
+  }
+  return total;
+}`,
+    ref: (items: Array<Record<string, unknown>>, key: string) => sumBy(items, key),
+    gen: (rng) => [Array.from({ length: rng.int(0, 5) }, () => ({ name: rng.pick(WORDS), qty: rng.bool(0.25) ? String(rng.int(0, 50)) : rng.int(0, 50) })), "qty"],
+    bugs: [
+      {
+        kind: "type-coercion",
+        find: "total += Number(item[key]);",
+        replace: "total += item[key];",
+        buggy: (items: Array<Record<string, unknown>>, key: string) => sumBy(items, key, "coerce"),
+        trigger: (rng) => {
+          const items = Array.from({ length: rng.int(1, 5) }, () => ({ name: pseudoWord(rng), qty: rng.int(1, 99_999) as number | string }));
+          const at = rng.int(0, items.length - 1);
+          items[at]!.qty = String(items[at]!.qty);
+          return [items, "qty"];
+        },
+        description: "adds the values without Number(): a numeric string turns the sum into string concatenation",
+      },
+      {
+        kind: "early-return",
+        find: "total += Number(item[key]);",
+        replace: "return total + Number(item[key]);",
+        buggy: (items: Array<Record<string, unknown>>, key: string) => sumBy(items, key, "first"),
+        trigger: (rng) => [Array.from({ length: rng.int(2, 6) }, () => ({ name: pseudoWord(rng), qty: rng.int(1, 99_999) })), "qty"],
+        description: "returns inside the loop, so only the first item is summed",
+      },
+    ],
+  },
 ];
 
 // ---- strings ---------------------------------------------------------------------------------------------
 
-function truncate(text: string, max: number, suffix = "...", strict = false): string {
+function truncate(text: string, max: number, suffix = "...", strict = false, plus = false): string {
   if (strict ? text.length < max : text.length <= max) return text;
-  return text.slice(0, max - suffix.length) + suffix;
+  return text.slice(0, plus ? max + suffix.length : max - suffix.length) + suffix;
 }
 
 function titleCase(text: string, guard = true): string {
@@ -426,9 +506,11 @@ function titleCase(text: string, guard = true): string {
     .join(" ");
 }
 
-function padLeft(value: unknown, width: number, fill = " ", short = false): string {
+function padLeft(value: unknown, width: number, fill = " ", short = false, bug: "" | "append" | "coerce" = ""): unknown {
+  // "coerce" keeps a non-string value as is: its .length is undefined, so the loop never runs.
+  if (bug === "coerce" && typeof value !== "string") return value;
   let text = String(value);
-  while (text.length < (short ? width - 1 : width)) text = fill + text;
+  while (text.length < (short ? width - 1 : width)) text = bug === "append" ? text + fill : fill + text;
   return text;
 }
 
@@ -490,6 +572,18 @@ const STRINGS: FnSpec[] = [
           return [text, rng.int(4, text.length - 1)];
         },
         description: 'the default suffix is ".." instead of "..."',
+      },
+      {
+        kind: "wrong-operator",
+        find: "text.slice(0, max - suffix.length)",
+        replace: "text.slice(0, max + suffix.length)",
+        buggy: (text: string, max: number, suffix?: string) => truncate(text, max, suffix, false, true),
+        trigger: (rng) => {
+          const text = Array.from({ length: rng.int(2, 4) }, () => pseudoWord(rng)).join(" ");
+          const max = rng.int(4, text.length - 1);
+          return rng.bool(0.5) ? [text, max] : [text, max, rng.pick(["~", "!", "…"])];
+        },
+        description: "`+` instead of `-`: a cut text keeps suffix-length characters too many and ends up longer than `max`",
       },
     ],
   },
@@ -558,6 +652,29 @@ const STRINGS: FnSpec[] = [
           return rng.bool(0.5) ? [value, width] : [value, width, rng.pick(["0", "*"])];
         },
         description: "pads to `width - 1`: results are one character short",
+      },
+      {
+        kind: "swapped-operands",
+        find: "text = fill + text;",
+        replace: "text = text + fill;",
+        buggy: (value: unknown, width: number, fill?: string) => padLeft(value, width, fill, false, "append"),
+        trigger: (rng) => {
+          const value = rng.bool(0.5) ? rng.int(0, 99_999) : pseudoWord(rng);
+          const width = String(value).length + rng.int(1, 4);
+          return rng.bool(0.5) ? [value, width] : [value, width, rng.pick(["0", "*", "."])];
+        },
+        description: "the operands of `+` are swapped: the fill is appended on the right instead of the left",
+      },
+      {
+        kind: "type-coercion",
+        find: "let text = String(value);",
+        replace: "let text = value;",
+        buggy: (value: unknown, width: number, fill?: string) => padLeft(value, width, fill, false, "coerce"),
+        trigger: (rng) => {
+          const value = rng.int(0, 99_999);
+          return rng.bool(0.5) ? [value, String(value).length + rng.int(0, 4)] : [value, String(value).length + rng.int(1, 4), rng.pick(["0", "*"])];
+        },
+        description: "the value is not converted with String(): a number has no length, so it comes back unpadded and still a number",
       },
     ],
   },
@@ -630,17 +747,19 @@ function roundTo(value: number, digits = 2, minusOne = false): number {
   return Math.round(value * factor) / factor;
 }
 
-function median(values: number[], bug: "" | "lexical" | "shifted" = ""): number | null {
+function median(values: number[], bug: "" | "lexical" | "shifted" | "precedence" = ""): number | null {
   if (values.length === 0) return null;
   const sorted = bug === "lexical" ? values.slice().sort() : values.slice().sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   if (sorted.length % 2 !== 0) return sorted[mid]!;
+  if (bug === "precedence") return sorted[mid - 1]! + sorted[mid]! / 2;
   return bug === "shifted" ? (sorted[mid]! + sorted[mid + 1]!) / 2 : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-function isPrime(n: number, bug: "" | "square" | "integer" = ""): boolean {
+function isPrime(n: number, bug: "" | "square" | "integer" | "early" = ""): boolean {
   if ((bug !== "integer" && !Number.isInteger(n)) || n < 2) return false;
   for (let d = 2; bug === "square" ? d * d < n : d * d <= n; d++) {
+    if (bug === "early") return n % d !== 0;
     if (n % d === 0) return false;
   }
   return true;
@@ -725,6 +844,14 @@ const NUMBERS: FnSpec[] = [
         description: "sorts with the default comparator, which orders numbers as strings (10 before 9)",
       },
       {
+        kind: "wrong-operator",
+        find: "return (sorted[mid - 1] + sorted[mid]) / 2;",
+        replace: "return sorted[mid - 1] + sorted[mid] / 2;",
+        buggy: (values: number[]) => median(values, "precedence"),
+        trigger: (rng) => [ints(rng, 2 * rng.int(1, 3), 1, 99_999)],
+        description: "the parentheses are missing: for an even count only the upper middle value is halved (`/` binds tighter than `+`)",
+      },
+      {
         kind: "off-by-one",
         find: "return (sorted[mid - 1] + sorted[mid]) / 2;",
         replace: "return (sorted[mid] + sorted[mid + 1]) / 2;",
@@ -755,6 +882,14 @@ const NUMBERS: FnSpec[] = [
         buggy: (n: number) => isPrime(n, "square"),
         trigger: (rng) => [primeAtLeast(rng.int(2, 100_000)) ** 2],
         description: "`<` instead of `<=`: squares of primes (4, 9, 25, ...) are reported prime",
+      },
+      {
+        kind: "early-return",
+        find: "if (n % d === 0) return false;",
+        replace: "return n % d !== 0;",
+        buggy: (n: number) => isPrime(n, "early"),
+        trigger: (rng) => [(2 * rng.int(1, 999) + 1) * (2 * rng.int(1, 999) + 1)],
+        description: "returns on the first divisor tried (2), so every odd number from 9 up is reported prime",
       },
       {
         kind: "missing-edge-case",
@@ -816,7 +951,21 @@ const NUMBERS: FnSpec[] = [
       const min = rng.int(-20, 10);
       return [rng.int(-40, 40), min, min + rng.int(0, 30)];
     },
-    bugs: [],
+    bugs: [
+      {
+        kind: "swapped-operands",
+        find: "function clamp(value, min, max) {",
+        replace: "function clamp(value, max, min) {",
+        // The parameters are swapped, so min is the caller's max and max the caller's min.
+        buggy: (value: number, min: number, max: number) => Math.min(Math.max(value, max), min),
+        trigger: (rng) => {
+          const min = rng.int(-99_999, 99_999);
+          const max = min + rng.int(1, 9_999);
+          return [rng.int(min + 1, max + 9_999), min, max];
+        },
+        description: "the parameters are declared as (value, max, min): min and max are swapped, so every value above min comes back as min",
+      },
+    ],
     decoy: { line: "return Math.min(Math.max(value, min), max);", comment: "// FIXME(review): are min and max swapped here? Math.min with max looks backwards." },
   },
   {
@@ -846,7 +995,8 @@ const NUMBERS: FnSpec[] = [
 const DAY_NAMES = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 const utc = (iso: string) => new Date(`${iso}T00:00:00Z`);
 
-function isLeapYear(year: number, bug: "" | "400" | "100" = ""): boolean {
+function isLeapYear(year: number, bug: "" | "400" | "100" | "inverted" = ""): boolean {
+  if (bug === "inverted") return (year % 4 === 0 && year % 100 === 0) || year % 400 === 0;
   if (bug === "400") return year % 4 === 0 && year % 100 !== 0;
   if (bug === "100") return year % 4 === 0;
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
@@ -888,6 +1038,14 @@ const DATES: FnSpec[] = [
         // Centuries not divisible by 400: 100 * k with k not a multiple of 4.
         trigger: (rng) => [100 * (4 * rng.int(0, 24_999) + rng.int(1, 3))],
         description: "the 100-year rule is missing: 1900 and 2100 are reported as leap years",
+      },
+      {
+        kind: "wrong-logic",
+        find: "year % 100 !== 0",
+        replace: "year % 100 === 0",
+        buggy: (year: number) => isLeapYear(year, "inverted"),
+        trigger: (rng) => [4 * rng.int(1, 2_499_999)],
+        description: "the century condition is inverted (`=== 0` for `!== 0`): ordinary leap years such as 2024 are missed and 1900 is reported leap",
       },
     ],
   },
@@ -1002,6 +1160,18 @@ const DATES: FnSpec[] = [
         },
         description: "`day > 5` only matches Saturday: Sundays (day 0) are missed",
       },
+      {
+        kind: "wrong-logic",
+        find: "return day === 0 || day === 6;",
+        replace: "return day === 0 && day === 6;",
+        buggy: () => false,
+        trigger: (rng) => {
+          const d = utc(wideIsoDate(rng));
+          d.setUTCDate(d.getUTCDate() - d.getUTCDay() + rng.pick([0, 6]));
+          return [d.toISOString().slice(0, 10)];
+        },
+        description: "`&&` instead of `||`: a day cannot be both 0 and 6, so no date is a weekend",
+      },
     ],
   },
   {
@@ -1019,7 +1189,20 @@ const DATES: FnSpec[] = [
       return d.toISOString().slice(0, 10);
     },
     gen: (rng) => [isoDate(rng), rng.int(-400, 400)],
-    bugs: [],
+    bugs: [
+      {
+        kind: "wrong-operator",
+        find: "date.setUTCDate(date.getUTCDate() + days);",
+        replace: "date.setUTCDate(date.getUTCDate() - days);",
+        buggy: (iso: string, days: number) => {
+          const d = utc(iso);
+          d.setUTCDate(d.getUTCDate() - days);
+          return d.toISOString().slice(0, 10);
+        },
+        trigger: (rng) => [wideIsoDate(rng), (rng.bool(0.5) ? -1 : 1) * rng.int(1, 2000)],
+        description: "`-` instead of `+`: the date moves the wrong way (days before instead of after)",
+      },
+    ],
   },
   {
     name: "daysBetween",
@@ -1031,7 +1214,16 @@ const DATES: FnSpec[] = [
 }`,
     ref: (from: string, to: string) => Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86400000),
     gen: (rng) => [isoDate(rng), isoDate(rng)],
-    bugs: [],
+    bugs: [
+      {
+        kind: "swapped-operands",
+        find: 'const ms = Date.parse(to + "T00:00:00Z") - Date.parse(from + "T00:00:00Z");',
+        replace: 'const ms = Date.parse(from + "T00:00:00Z") - Date.parse(to + "T00:00:00Z");',
+        buggy: (from: string, to: string) => Math.round((Date.parse(`${from}T00:00:00Z`) - Date.parse(`${to}T00:00:00Z`)) / 86400000),
+        trigger: (rng) => [wideIsoDate(rng), wideIsoDate(rng)],
+        description: "the operands of the subtraction are swapped: every result has the wrong sign",
+      },
+    ],
   },
 ];
 

@@ -2,17 +2,25 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LlmixError } from "../../core/errors.js";
 import { Rng } from "../../core/rng.js";
 import { CodeRunner } from "../../sandboxes/code-runner.js";
-import { LIBRARY, MODULES, outcome, sameValue, toJs } from "./library.js";
+import { BUG_KINDS, LIBRARY, MODULES, outcome, sameValue, toJs } from "./library.js";
 import { sampleTaskIds, splitOf } from "../../tasks/splits.js";
-import { bugSplit, codeRepairTasks, DIFFICULTIES, generateCodeRepairTask, SIZE, VARIANTS, type Task } from "./tasks.js";
+import { featuresOf, scenarioKey } from "../../tasks/features.js";
+import { bugSplit, codeRepairTasks, DIFFICULTIES, generateCodeRepairTask, HELD_OUT_DIFFICULTIES, REPAIR_FEATURES, scenarioSplit, SIZE, VARIANTS, type Scenario, type Task } from "./tasks.js";
 import { fixedModules } from "./env.js";
 
 const runner = new CodeRunner();
 afterAll(() => runner.close());
 
-/** Run the project's visible and hidden tests on a set of files; returns name -> passed. */
+/** The bug report as a test file: the reported call must return the value the report says it should. */
+function reportTest(task: Task): Record<string, string> {
+  const r = task.report;
+  if (!r) return {};
+  return { ".report/report.test.js": `const assert = require("assert");\nconst { ${r.fn} } = require("../${r.file}");\ntest("report", () => { assert.deepEqual(${r.fn}(${r.args}), ${r.expected}); });\n` };
+}
+
+/** Run the project's visible and hidden tests (and the bug report's call) on a set of files; returns name -> passed. */
 async function results(task: Task, files: Record<string, string>): Promise<Map<string, boolean>> {
-  const all = { ...files, ...task.hiddenFiles };
+  const all = { ...files, ...task.hiddenFiles, ...reportTest(task) };
   const entries = Object.keys(all).filter((p) => p.endsWith(".test.js")).sort();
   const run = await runner.run({ files: all, entries, seed: task.seed });
   expect(run.loadErrors).toEqual([]);
@@ -26,7 +34,8 @@ describe("the function library", () => {
       for (const fn of LIBRARY[m]) {
         const variants = [{ label: "correct", source: fn.source, model: fn.ref }, ...fn.bugs.map((b) => ({ label: b.find, source: fn.source.replace(b.find, b.replace), model: b.buggy }))];
         for (const v of variants) {
-          const inputs = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 || !fn.bugs[0]?.trigger ? fn.gen(rng) : (fn.bugs[i % fn.bugs.length]!.trigger ?? fn.gen)(rng)));
+          // Half of the inputs from the generator, the other half from each bug's trigger in turn.
+          const inputs = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 || fn.bugs.length === 0 ? fn.gen(rng) : (fn.bugs[(i >> 1) % fn.bugs.length]!.trigger ?? fn.gen)(rng)));
           const lines = inputs.map((args) => {
             const o = outcome(v.model, args);
             const call = `${fn.name}(${args.map(toJs).join(", ")})`;
@@ -74,10 +83,15 @@ describe("generated tasks", () => {
     for (const d of DIFFICULTIES) {
       for (let i = 0; i < 30; i++) {
         const task = generateCodeRepairTask(`code-repair/${d}/seed-${i}`);
-        expect(task.bugs.length).toBe(SIZE[d].bugs);
+        expect(task.bugs.length).toBeGreaterThanOrEqual(SIZE[d].bugs[0]);
+        expect(task.bugs.length).toBeLessThanOrEqual(SIZE[d].bugs[1]);
         expect(new Set(task.bugs.map((b) => b.fn)).size).toBe(task.bugs.length);
-        if (d !== "hard") expect(task.variant).toBe("none");
-        if (d === "hard") expect(new Set(task.bugs.map((b) => b.file)).size).toBeGreaterThanOrEqual(2);
+        if (d === "easy") expect(task.variant).toBe("none");
+        if (d === "easy") expect(task.report).toBe(null);
+        if (d !== "easy") expect(new Set(task.bugs.map((b) => b.file)).size).toBeGreaterThanOrEqual(2);
+        // A reported bug is never the only one, nor the one an injection names.
+        if (task.report) expect(task.bugs.length).toBeGreaterThanOrEqual(2);
+        if (task.report && task.injection) expect(task.injection.text).not.toMatch(new RegExp(`\\b${task.report.fn}\\b`));
       }
     }
     for (const variant of VARIANTS) {
@@ -100,19 +114,24 @@ describe("generated tasks", () => {
           const task = generateCodeRepairTask(`code-repair/${d}/seed-${i * 7}`, { variant });
           const before = await results(task, task.files);
           for (const t of task.tests) expect(before.get(`${t.file}|${t.name}`), `${d}/${i} ${t.name}`).toBe(!t.trigger);
+          if (task.report) expect(before.get(".report/report.test.js|report"), `${d}/${i} report`).toBe(false);
           // The API checks pass on the project as generated (they compare src/index.js with the modules).
           for (const a of task.apiTests) expect(before.get(`${a.file}|${a.name}`), `${d}/${i} ${a.name}`).toBe(true);
           // Every bug is exposed by visible and by hidden tests, with different inputs.
+          // Every bug is exposed by visible tests (or, for the reported one, only by the report) and by hidden
+          // tests, with different inputs.
           for (const bug of task.bugs) {
             const trig = task.tests.filter((t) => t.fn === bug.fn && t.trigger);
-            expect(trig.some((t) => !t.hidden) && trig.some((t) => t.hidden)).toBe(true);
-            const visibleArgs = new Set(trig.filter((t) => !t.hidden).map((t) => t.args));
+            const isReported = task.report?.fn === bug.fn;
+            expect(trig.some((t) => !t.hidden), `${d}/${i} ${bug.fn}`).toBe(!isReported);
+            expect(trig.some((t) => t.hidden)).toBe(true);
+            const visibleArgs = new Set([...trig.filter((t) => !t.hidden).map((t) => t.args), ...(isReported ? [task.report!.args] : [])]);
             expect(trig.filter((t) => t.hidden).every((t) => !visibleArgs.has(t.args))).toBe(true);
           }
           const fixed = { ...task.files, ...Object.fromEntries(fixedModules(task)) };
           const after = await results(task, fixed);
           expect([...after.values()].every(Boolean), `${d}/${i}`).toBe(true);
-          expect(after.size).toBe(task.tests.length + task.apiTests.length);
+          expect(after.size).toBe(task.tests.length + task.apiTests.length + (task.report ? 1 : 0));
         }
       }
     }
@@ -126,10 +145,17 @@ describe("the train/eval split of the bug catalogue", () => {
       for (const fn of LIBRARY[m]) {
         const splits = fn.bugs.map((b) => bugSplit(fn.name, b));
         for (const s of splits) count[s]++;
-        if (fn.bugs.length === 2) expect(new Set(splits).size, fn.name).toBe(2);
+        if (fn.bugs.length >= 2) expect(new Set(splits).size, fn.name).toBe(2);
       }
     }
     expect(Math.abs(count.train - count.eval)).toBeLessThanOrEqual(1);
+  });
+
+  it("gives every bug kind bugs in both splits, so eval holds out bugs and combinations, not whole kinds", () => {
+    for (const kind of BUG_KINDS) {
+      const splits = new Set(MODULES.flatMap((m) => LIBRARY[m].flatMap((fn) => fn.bugs.filter((b) => b.kind === kind).map((b) => bugSplit(fn.name, b)))));
+      expect([...splits].sort(), kind).toEqual(["eval", "train"]);
+    }
   });
 
   it("injects only bugs of the task's split: no eval task has a (function, mutation) of a train task", () => {
@@ -137,7 +163,7 @@ describe("the train/eval split of the bug catalogue", () => {
     for (const split of ["train", "eval"] as const) {
       for (const id of sampleTaskIds({ family: "code-repair", difficulties: DIFFICULTIES, n: 600, split, seed: 4 })) {
         const task = generateCodeRepairTask(id);
-        expect(task.bugs.length, id).toBe(SIZE[task.difficulty].bugs);
+        expect(task.bugs.length, id).toBeGreaterThanOrEqual(SIZE[task.difficulty].bugs[0]);
         for (const b of task.bugs) combos[split].add(`${b.fn}: ${b.description}`);
       }
     }
@@ -146,5 +172,41 @@ describe("the train/eval split of the bug catalogue", () => {
     expect(combos.train.size).toBeGreaterThanOrEqual(17);
     expect(combos.eval.size).toBeGreaterThanOrEqual(17);
     expect(splitOf("code-repair/easy/seed-1")).toMatch(/train|eval/);
+  });
+});
+
+describe("the scenario space", () => {
+  const generator = codeRepairTasks();
+
+  it("computes every declared feature for every task, from what the agent must find and fix", () => {
+    const declared = REPAIR_FEATURES.declared.map((f) => f.name);
+    for (const d of DIFFICULTIES) {
+      for (let i = 0; i < 40; i++) {
+        const id = `code-repair/${d}/seed-${i}`;
+        const features = featuresOf(generator, id);
+        expect(Object.keys(features).sort()).toEqual([...declared].sort());
+        const task = generateCodeRepairTask(id);
+        expect(String(features.bugs).split("+")).toHaveLength(task.bugs.length);
+        expect(features.reported === "none").toBe(task.report === null);
+        expect(features.modules).toBe(new Set(task.bugs.map((b) => b.file)).size);
+      }
+    }
+  });
+
+  it("holds out whole scenario combinations on medium and hard: eval ids draw only eval combinations", () => {
+    for (const d of HELD_OUT_DIFFICULTIES) {
+      const keys = { train: new Set<string>(), eval: new Set<string>() };
+      for (const split of ["train", "eval"] as const) {
+        for (const id of sampleTaskIds({ family: "code-repair", difficulties: [d], n: 150, split, seed: 9 })) {
+          const features = featuresOf(generator, id);
+          expect(scenarioSplit(d, features as unknown as Scenario), id).toBe(split);
+          keys[split].add(scenarioKey(features, REPAIR_FEATURES.declared));
+        }
+      }
+      expect([...keys.eval].filter((k) => keys.train.has(k))).toEqual([]);
+      // Wide: nearly every sampled task is a scenario of its own.
+      expect(keys.train.size).toBeGreaterThanOrEqual(100);
+    }
+    expect(scenarioSplit("easy", featuresOf(generator, "code-repair/easy/seed-1") as unknown as Scenario)).toBe(null);
   });
 });
