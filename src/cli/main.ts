@@ -3,7 +3,11 @@
  * to load environments from a user's own file. Usage errors (unknown env, malformed task id, bad flag)
  * print one line naming the valid choices and exit with code 2; a failed check exits with 1.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Command, CommanderError } from "commander";
+import type { EnvironmentOptions } from "../core/environment.js";
+import { closeSharedBrowser } from "../sandboxes/web/browser-driver.js";
 import { LlmixError, ValidationError } from "../core/errors.js";
 import { fingerprint } from "../core/json.js";
 import { generateTask, type TaskGenerator } from "../tasks/generator.js";
@@ -129,12 +133,28 @@ export function buildProgram(): Command {
     .description("play an episode by hand: type tool calls and messages")
     .requiredOption("--task <id>", "task id")
     .requiredOption("--seed <n>", "episode seed", integer("--seed", 0, 0xffffffff))
+    .option("--browser", "web environments: drive the real page in Chromium (a visible window when DISPLAY is set) and save a screenshot after every step")
+    .option("--screenshots <dir>", "where --browser saves its screenshots", "llmix-data/screenshots")
     .addOption(moduleOption())
-    .action(async (envId: string, opts: { task: string; seed: number; module?: string[] }) => {
-      const env = (await registryWith(opts.module)).get(envId).create();
+    .action(async (envId: string, opts: { task: string; seed: number; module?: string[]; browser?: boolean; screenshots: string }) => {
+      if (opts.browser && process.env.DISPLAY) process.env.LLMIX_BROWSER_HEADED = "1";
+      const env = (await registryWith(opts.module)).get(envId).create(opts.browser ? ({ driver: "browser" } as EnvironmentOptions) : undefined);
+      const shoot = (env as { screenshot?: () => Promise<Buffer> }).screenshot?.bind(env);
+      if (opts.browser && !shoot) throw new ValidationError("invalid_argument", `--browser: ${envId} has no web pages to show`);
       const observation = await env.reset(opts.task, opts.seed);
-      await play(env, observation.rendered, { input: process.stdin, output: process.stdout });
-      await env.close();
+      const afterStep = async (step: number): Promise<string | null> => {
+        if (!opts.browser || !shoot) return null;
+        mkdirSync(opts.screenshots, { recursive: true });
+        const file = join(opts.screenshots, `step-${String(step).padStart(3, "0")}.png`);
+        writeFileSync(file, await shoot());
+        return `[screenshot ${file}]`;
+      };
+      try {
+        await play(env, observation.rendered, { input: process.stdin, output: process.stdout, afterStep });
+      } finally {
+        await env.close();
+        if (opts.browser) await closeSharedBrowser();
+      }
     });
 
   program

@@ -129,13 +129,18 @@ export function describeStep(result: StepResult): string {
 }
 
 /** Run the interactive loop on an environment that was just reset. Resolves when the episode ends or input closes. */
-export async function play(env: AnyEnvironment, initial: string, io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream }): Promise<void> {
+export async function play(
+  env: AnyEnvironment,
+  initial: string,
+  io: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream; afterStep?: (step: number) => Promise<string | null> },
+): Promise<void> {
   const write = (text: string) => io.output.write(`${text}\n`);
   write(initial);
   const tools = env.tools();
   write(`\nTools: ${tools.map((t) => t.name).join(", ")}   (:tools to see their arguments, :help for help)`);
   const rl = createInterface({ input: io.input, terminal: false });
   const prompt = () => io.output.write("> ");
+  let steps = 0;
   prompt();
   for await (const line of rl) {
     if (!line.trim()) {
@@ -153,6 +158,8 @@ export async function play(env: AnyEnvironment, initial: string, io: { input: No
     } else {
       const result = await env.step(parsed.action as Action);
       write(describeStep(result));
+      const note = await io.afterStep?.(++steps);
+      if (note) write(note);
       if (result.terminated || result.truncated) break;
     }
     prompt();

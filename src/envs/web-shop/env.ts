@@ -6,7 +6,8 @@
  * (orders placed, returns registered) with what the reference solution does to a fresh copy.
  */
 import type { z } from "zod";
-import type { Action, ToolResult } from "../../core/contract.js";
+import type { Action, StepResult, ToolResult } from "../../core/contract.js";
+import { ValidationError } from "../../core/errors.js";
 import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition } from "../../core/environment.js";
 import type { HackingHooks } from "../../core/hacking.js";
 import type { JsonValue } from "../../core/json.js";
@@ -22,6 +23,8 @@ import { openTab, restoreDatabase, seedDatabase, snapshotWorld, worldSchema, typ
 export interface WebShopOptions extends EnvironmentOptions {
   /** "fast" (happy-dom, default) or "browser" (Chromium: evaluation, screenshots). */
   driver?: WebDriverKind;
+  /** Keep a PNG of the page after every step in the step's info (`info.screenshot`); needs the browser driver. */
+  screenshots?: boolean;
   scenario?: ScenarioOptions;
 }
 
@@ -50,11 +53,17 @@ export class WebShop extends BaseEnvironment<Task, World> {
   };
   readonly tasks;
   private readonly driver: WebDriverKind;
+  private readonly screenshots: boolean;
   private schema?: z.ZodType;
 
   constructor(options: WebShopOptions = {}) {
     super(options);
+    if (options.driver !== undefined && options.driver !== "fast" && options.driver !== "browser") {
+      throw new ValidationError("invalid_config", `driver must be "fast" or "browser", got ${JSON.stringify(options.driver)}`);
+    }
     this.driver = options.driver ?? "fast";
+    this.screenshots = options.screenshots === true;
+    if (this.screenshots && this.driver !== "browser") throw new ValidationError("invalid_config", 'screenshots need the browser driver: {"driver": "browser", "screenshots": true}');
     this.tasks = webShopTasks(options.scenario ?? {});
   }
 
@@ -120,6 +129,15 @@ export class WebShop extends BaseEnvironment<Task, World> {
   protected override disposeWorld(world: World): void {
     world.db.close();
     void world.web.close();
+  }
+
+  /** A step; with `screenshots`, its info carries a PNG of the page after it (base64), kept with the trajectory. */
+  override async step(action: Action): Promise<StepResult> {
+    const result = await super.step(action);
+    if (this.screenshots && result.info.error === undefined) {
+      result.info.screenshot = { format: "png", base64: (await this.screenshot()).toString("base64") };
+    }
+    return result;
   }
 
   /** A screenshot of the current page (browser driver only). */

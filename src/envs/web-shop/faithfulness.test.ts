@@ -3,7 +3,13 @@
  * and the browser driver (Debian's Chromium through playwright-core) give the same observations, step by
  * step, and the same verdict. A difference is listed with both pages, so a drift names itself.
  */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runCli } from "../../../test/helpers.js";
+import { openStore } from "../../store/sqlite-store.js";
 import type { Action } from "../../core/contract.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { closeSharedBrowser } from "../../sandboxes/web/browser-driver.js";
@@ -66,9 +72,53 @@ describe("web-shop in both drivers", () => {
       await env.step({ type: "tool_call", tool: "goto", args: { url: "/search?category=backpack" } });
       const png = await env.screenshot();
       expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
-      await expect(new WebShop().reset("web-shop/easy/seed-1", 1).then(async () => undefined)).resolves.toBeUndefined();
+      expect(() => new WebShop({ screenshots: true })).toThrow(/browser driver/);
     } finally {
       await env.close();
     }
   }, 60_000);
+
+  it("llmix rollout --env-options stores a screenshot with every step when asked", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmix-shots-"));
+    try {
+      const store = join(dir, "shots.db");
+      const options = JSON.stringify({ driver: "browser", screenshots: true });
+      const run = await runCli("rollout", "--env", "web-shop", "--policy", "oracle", "-n", "1", "--difficulty", "easy", "--env-options", options, "--run-id", "shots", "--store", store, "--json");
+      expect(run.status, run.stderr).toBe(0);
+      const db = openStore(store);
+      try {
+        const stored = [];
+        for await (const episode of db.streamEpisodes({ run_id: "shots" })) stored.push(episode);
+        expect(stored).toHaveLength(1);
+        expect(stored[0]?.episode.outcome).toBe(1);
+        const shots = stored[0]!.steps.map((s) => (s.info as { screenshot?: { format: string; base64: string } } | undefined)?.screenshot);
+        expect(shots.length).toBeGreaterThan(3);
+        for (const shot of shots) {
+          expect(shot?.format).toBe("png");
+          expect(Buffer.from(shot?.base64 ?? "", "base64").subarray(1, 4).toString("latin1")).toBe("PNG");
+        }
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("llmix play --browser plays in Chromium and saves the page after every step", () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmix-play-"));
+    try {
+      const bin = new URL("../../../dist/cli/bin.js", import.meta.url).pathname;
+      const input = 'goto {"url": "/search?category=backpack"}\nclick {"id": "99999"}\nsay I could not decide.\n';
+      const run = spawnSync(process.execPath, [bin, "play", "web-shop", "--task", "web-shop/medium/seed-4", "--seed", "1", "--browser", "--screenshots", dir], { input, encoding: "utf8", timeout: 90_000, env: { ...process.env, DISPLAY: "" } });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toContain('heading "Search"');
+      expect(run.stdout).toContain("[click error] element 99999 is not a control on this page");
+      expect(run.stdout).toContain(`[screenshot ${join(dir, "step-001.png")}]`);
+      expect(readFileSync(join(dir, "step-001.png")).subarray(1, 4).toString("latin1")).toBe("PNG");
+      expect(readFileSync(join(dir, "step-002.png")).subarray(1, 4).toString("latin1")).toBe("PNG");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -27,10 +27,10 @@ const MAX_BODY_BYTES = 256 * 1024;
 
 let shared: Promise<Browser> | null = null;
 
-/** The process's Chromium, started on first use. */
+/** The process's Chromium, started on first use; a visible window when LLMIX_BROWSER_HEADED=1 (`llmix play --browser` on a display). */
 async function browser(): Promise<Browser> {
   // playwright-core takes ~1 s to import: loaded on first use, not by every `import "llmix-rl"`.
-  shared ??= import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS })).catch((error: unknown) => {
+  shared ??= import("playwright-core").then(({ chromium }) => chromium.launch({ executablePath: chromiumPath(), headless: process.env.LLMIX_BROWSER_HEADED !== "1", args: CHROMIUM_ARGS })).catch((error: unknown) => {
     shared = null;
     throw new SandboxError("browser_unavailable", `Chromium could not start from ${chromiumPath()} (install Debian's chromium, or set LLMIX_CHROMIUM): ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
   });
