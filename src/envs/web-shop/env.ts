@@ -92,7 +92,9 @@ export class WebShop extends BaseEnvironment<Task, World> {
 
   protected toolset(episode: Episode<Task, World>) {
     const rate = episode.task.pageFailureRate;
-    return webTools<World, Task>({ session: (world) => world.web, latency: { kind: "uniform", minMs: 80, maxMs: 400 }, ...(rate > 0 ? { failures: { error: rate } } : {}) });
+    // A failing page load is mostly a 503, sometimes a page that never finishes loading (timeout after 10 s).
+    const failures = { error: rate * 0.75, timeout: rate * 0.25, timeoutMs: 10_000 };
+    return webTools<World, Task>({ session: (world) => world.web, latency: { kind: "uniform", minMs: 80, maxMs: 400 }, ...(rate > 0 ? { failures } : {}) });
   }
 
   protected override sandboxes(world: World) {
@@ -226,7 +228,8 @@ export function pagePolicy(name: string, plan: readonly Intent[]): Policy {
     act: (turn: PolicyTurn): Action => {
       const prev = turn.history.at(-1);
       const result = prev?.result.info.tool_result as ToolResult | undefined;
-      if (last && result && result.status === "error" && (result.error?.code === "upstream_error" || result.error?.code === "rate_limited")) return last;
+      const transient = result?.status === "timeout" || (result?.status === "error" && (result.error?.code === "upstream_error" || result.error?.code === "rate_limited"));
+      if (last && transient) return last;
       if (turn.observation.rendered.startsWith("Page: ")) page = turn.observation.rendered;
       for (;;) {
         const intent = queue[0];
