@@ -400,8 +400,8 @@ export function registerRolloutCommands(program: Command): void {
         const rate = set.source.episodes > 0 ? ` (failure rate ${(set.source.failures / set.source.episodes).toFixed(2)})` : "";
         print(`mined ${set.task_ids.length} new tasks of ${mined.scenarios.length} failing scenarios from ${set.source.failures} failures in ${set.source.episodes} episodes of ${run.run_id}${rate} -> ${out}`);
         print(renderTable(
-          ["difficulty", "scenario", "failed", "mined"],
-          mined.scenarios.map((sc) => [sc.difficulty, Object.entries(sc.features).map(([k, v]) => `${k}=${v}`).join(" "), `${sc.failures}/${sc.episodes}`, String(sc.mined)]),
+          ["difficulty", "scenario", "failed", "mined", "perturbed"],
+          mined.scenarios.map((sc) => [sc.difficulty, Object.entries(sc.features).map(([k, v]) => `${k}=${v}`).join(" "), `${sc.failures}/${sc.episodes}`, String(sc.mined), String(sc.perturbed)]),
         ));
         print(`run them: llmix rollout --env ${run.env} --policy ... --tasks-file ${out} -n ${set.task_ids.length}`);
       });

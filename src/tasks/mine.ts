@@ -28,8 +28,10 @@ export interface MinedScenario {
   features: TaskFeatures;
   episodes: number;
   failures: number;
-  /** New tasks drawn of this scenario. */
+  /** New tasks drawn of this scenario: `exact` of the same features, the rest of the same scenario and knobs with other parameters. */
   mined: number;
+  /** Of `mined`, tasks whose parameters differ (the scenario and knobs match): found when exact ones were too rare. */
+  perturbed: number;
 }
 
 /** What mining reads of an episode. */
@@ -44,8 +46,9 @@ const TRIES_PER_TASK = 400;
 
 /**
  * Mine `n` new task ids near the failures among `episodes` (an episode fails when it errored or its
- * outcome is below 1). Scenarios get tasks in proportion to their failures, each failing scenario at
- * least one while `n` allows. Deterministic for a seed.
+ * outcome is below 1). Scenarios get tasks in proportion to their failures times their cell's failure
+ * rate (see below), each failing scenario at least one while `n` allows, heaviest first. Deterministic
+ * for a seed.
  */
 export function mineHardNegatives<Task>(
   generator: TaskGenerator<Task>,
@@ -68,7 +71,7 @@ export function mineHardNegatives<Task>(
       task = { difficulty, features, key: `${difficulty}|${scenarioKey(features, declared)}` };
       byTask.set(e.task_id, task);
     }
-    const group = groups.get(task.key) ?? { key: task.key, difficulty: task.difficulty, features: task.features, episodes: 0, failures: 0, mined: 0 };
+    const group = groups.get(task.key) ?? { key: task.key, difficulty: task.difficulty, features: task.features, episodes: 0, failures: 0, mined: 0, perturbed: 0 };
     groups.set(task.key, group);
     group.episodes++;
     const failed = e.status !== "ok" || e.outcome === null || e.outcome < 1;
@@ -77,20 +80,44 @@ export function mineHardNegatives<Task>(
       failures++;
     }
   }
-  const failing = [...groups.values()].filter((g) => g.failures > 0).sort((a, b) => b.failures - a.failures || a.key.localeCompare(b.key));
+  // Near a failure: the same features first; where those are too rare (a held-out eval combination has
+  // none in train), the same scenario and adversarial knobs with perturbed parameters.
+  const core = declared.filter((f) => f.kind !== "parameter");
+  const coreKey = (difficulty: string, features: TaskFeatures) => `${difficulty}|${scenarioKey(features, core)}`;
+  // With hundreds of scenarios most are seen once, so a scenario's own failures say little; its core cell's
+  // failure rate (scenario and knobs, over every episode of the run, Laplace-smoothed) says which failures
+  // are the policy's weakness rather than noise. A scenario weighs its failures times that rate.
+  const cells = new Map<string, { episodes: number; failures: number }>();
+  for (const g of groups.values()) {
+    const cell = cells.get(coreKey(g.difficulty, g.features)) ?? { episodes: 0, failures: 0 };
+    cell.episodes += g.episodes;
+    cell.failures += g.failures;
+    cells.set(coreKey(g.difficulty, g.features), cell);
+  }
+  const weight = (g: MinedScenario) => {
+    const cell = cells.get(coreKey(g.difficulty, g.features)) as { episodes: number; failures: number };
+    return g.failures * ((cell.failures + 1) / (cell.episodes + 2));
+  };
+  const failing = [...groups.values()].filter((g) => g.failures > 0).sort((a, b) => weight(b) - weight(a) || b.failures - a.failures || a.key.localeCompare(b.key));
   if (failing.length === 0) return { task_ids: [], failures: 0, scenarios: [] };
-  const quota = allocate(options.n, failing.map((g) => g.failures));
+  const quota = allocate(options.n, failing.map(weight));
   const taskIds: string[] = [];
   failing.forEach((group, i) => {
     const want = quota[i] as number;
-    const ids = idsOfSplit(family, group.difficulty, "train", options.seed ?? 0);
-    for (let tries = 0; group.mined < want && tries < want * TRIES_PER_TASK; tries++) {
-      const id = ids.next().value as string;
-      if (seen.has(id)) continue;
-      if (`${group.difficulty}|${scenarioKey(featuresOf(generator, id), declared)}` !== group.key) continue;
-      seen.add(id);
-      taskIds.push(id);
-      group.mined++;
+    const wantCore = coreKey(group.difficulty, group.features);
+    for (const exact of [true, false]) {
+      if (!exact && core.length === declared.length) break;
+      const ids = idsOfSplit(family, group.difficulty, "train", options.seed ?? 0);
+      for (let tries = 0; group.mined < want && tries < want * TRIES_PER_TASK; tries++) {
+        const id = ids.next().value as string;
+        if (seen.has(id)) continue;
+        const features = featuresOf(generator, id);
+        if (exact ? `${group.difficulty}|${scenarioKey(features, declared)}` !== group.key : coreKey(group.difficulty, features) !== wantCore) continue;
+        seen.add(id);
+        taskIds.push(id);
+        group.mined++;
+        if (!exact) group.perturbed++;
+      }
     }
   });
   return { task_ids: taskIds, failures, scenarios: failing.map(({ key: _key, ...rest }) => rest) };

@@ -45,7 +45,7 @@ describe("reward models and calibration from the command line", () => {
     expect(report.bins).toHaveLength(10);
     expect(readFileSync(png).subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
     // Candidates are grouped by the task family billing-dispute declares.
-    for (const g of report.hacking_candidates.groups) expect(["duplicate-charge", "forgotten-renewal", "outside-window", "above-cap", "partial-refund", "failed-verification"]).toContain(g.group);
+    for (const g of report.hacking_candidates.groups) expect(["duplicate-charge", "partial-refund", "charge-after-cancellation", "chargeback-filed", "forgotten-renewal", "failed-verification"]).toContain(g.group);
 
     const text = await cli("calibrate", "--run", "heldout", "--verifier", `rm:${model}`, "--png", png, "--store", store);
     expect(text.stdout).toMatch(/AUROC 0\.\d{3} · Spearman/);

@@ -71,7 +71,7 @@ describe("llmix rollout", () => {
   it("lists runs and episodes, and shows an episode step by step", () => {
     const runs = llmix(["runs", "--store", store]);
     expect(runs.code).toBe(0);
-    expect(runs.stdout).toMatch(/run-main\s+billing-dispute@1\.2\.0\s+noisy-oracle:0\.3\s+finished\s+64\/64/);
+    expect(runs.stdout).toMatch(/run-main\s+billing-dispute@1\.3\.0\s+noisy-oracle:0\.3\s+finished\s+64\/64/);
     const episodes = JSON.parse(llmix(["episodes", "--run", "run-main", "--store", store, "--json", "--passed"]).stdout);
     expect(episodes.length).toBeGreaterThan(0);
     expect(episodes.every((e: { verdict: { passed: boolean } }) => e.verdict.passed)).toBe(true);
@@ -133,7 +133,7 @@ describe("llmix rollout", () => {
     expect(before).toBeGreaterThanOrEqual(8);
     expect(before).toBeLessThan(64);
     const runs = llmix(["runs", "--store", path]);
-    expect(runs.stdout).toMatch(/run-k\s+billing-dispute@1\.2\.0\s+noisy-oracle:0\.3\s+interrupted\s/);
+    expect(runs.stdout).toMatch(/run-k\s+billing-dispute@1\.3\.0\s+noisy-oracle:0\.3\s+interrupted\s/);
     const { code, stdout } = llmix(["rollout", "--resume", "run-k", "--store", path, "--json"]);
     expect(code).toBe(0);
     const out = JSON.parse(stdout);

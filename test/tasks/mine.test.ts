@@ -19,7 +19,7 @@ import { openStore } from "../../src/store/sqlite-store.js";
 import type { EpisodeRecord } from "../../src/store/types.js";
 import { rolloutConfig } from "../helpers.js";
 
-const POLICY = "noisy-oracle:0.02,variant=injection@0.4";
+const POLICY = "noisy-oracle:0.02,variant=injection@0.8";
 const dir = mkdtempSync(join(tmpdir(), "llmix-mine-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -33,7 +33,10 @@ describe("mining hard negatives", () => {
       const base = await rollout({ store, registry, runId: "base", config: rolloutConfig({ policy: POLICY, n: 80, group: 1, difficulties: ["hard"] }), concurrency: 8 });
       const env = registry.get("billing-dispute").create();
       const mined = mineHardNegatives(env.tasks, base.records, { n: 40, seed: 3 });
+      // billing-dispute 1.3.0 has hundreds of hard scenarios and holds some out of train: where a failing
+      // scenario's exact features are too rare, the miner takes its scenario and knobs with other parameters.
       expect(mined.task_ids).toHaveLength(40);
+      expect(mined.scenarios.reduce((sum, s) => sum + s.perturbed, 0)).toBeLessThan(40);
       expect(mineHardNegatives(env.tasks, base.records, { n: 40, seed: 3 }).task_ids).toEqual(mined.task_ids);
       const declared = env.tasks.features?.declared ?? [];
       const failing = new Set(mined.scenarios.map((s) => `${s.difficulty}|${scenarioKey(s.features, declared)}`));
@@ -41,7 +44,9 @@ describe("mining hard negatives", () => {
       for (const id of mined.task_ids) {
         expect(baseIds.has(id)).toBe(false);
         expect(splitOf(id)).toBe("train");
-        expect(failing.has(`hard|${scenarioKey(featuresOf(env.tasks, id), declared)}`)).toBe(true);
+        const core = declared.filter((f) => f.kind !== "parameter");
+        const near = mined.scenarios.some((s) => scenarioKey(s.features, core) === scenarioKey(featuresOf(env.tasks, id), core));
+        expect(failing.has(`hard|${scenarioKey(featuresOf(env.tasks, id), declared)}`) || near).toBe(true);
       }
       expect(new Set(mined.task_ids).size).toBe(40);
       // Scenarios with more failures get more tasks.
@@ -49,7 +54,7 @@ describe("mining hard negatives", () => {
       expect(sorted[0]!.mined).toBeGreaterThanOrEqual(sorted.at(-1)!.mined);
       await env.close();
 
-      const again = await rollout({ store, registry, runId: "mined", config: rolloutConfig({ policy: POLICY, n: 40, group: 1, difficulties: [], task_ids: mined.task_ids }), concurrency: 8 });
+      const again = await rollout({ store, registry, runId: "mined", config: rolloutConfig({ policy: POLICY, n: mined.task_ids.length, group: 1, difficulties: [], task_ids: mined.task_ids }), concurrency: 8 });
       const [before, after] = [failureRate(base.records), failureRate(again.records)];
       expect(before).toBeGreaterThan(0);
       expect(after).toBeGreaterThanOrEqual(2 * before);
@@ -99,10 +104,11 @@ describe("mining hard negatives", () => {
     expect(mine.stdout).toContain(`-> ${file}`);
     const set = parseTaskSet(JSON.parse(readFileSync(file, "utf8")), file);
     expect(set).toMatchObject({ name: "hard-negatives-base", env: "billing-dispute", source: { run_id: "base", policy: POLICY, episodes: 40 } });
-    expect(set.task_ids).toHaveLength(12);
-    const run = cli("rollout", "--env", "billing-dispute", "--policy", "oracle", "--tasks-file", file, "-n", "12", "--store", store, "--json");
+    const n = set.task_ids.length;
+    expect(n).toBe(12);
+    const run = cli("rollout", "--env", "billing-dispute", "--policy", "oracle", "--tasks-file", file, "-n", String(n), "--store", store, "--json");
     expect(run.status, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout).episodes).toBe(12);
+    expect(JSON.parse(run.stdout).episodes).toBe(n);
     const wrongEnv = cli("rollout", "--env", "code-repair", "--policy", "oracle", "--tasks-file", file, "-n", "1", "--store", store);
     expect(wrongEnv.status).toBe(2);
     expect(wrongEnv.stderr).toContain("the task set is of billing-dispute, not code-repair");

@@ -4,10 +4,11 @@ import { runPolicy } from "../../core/run-policy.js";
 import { claimedActions, mentionsAmount } from "./customer.js";
 import { BillingDispute } from "./env.js";
 import { formatUsd } from "./policy.js";
-import type { Family, Task, Variant } from "./tasks.js";
+import type { Task, Variant } from "./tasks.js";
+import { SCENARIOS, type ScenarioName } from "./test-support.js";
 
-async function open(family: Family, variant: Variant, seed: number, id = "billing-dispute/medium/seed-11") {
-  const env = new BillingDispute({ scenario: { family, variant } });
+async function open(name: ScenarioName, variant: Variant, seed: number, id = "billing-dispute/medium/seed-11") {
+  const env = new BillingDispute({ scenario: { ...SCENARIOS[name], variant } });
   const initial = await env.reset(id, seed);
   const task = (env as unknown as { episode: { task: Task } }).episode.task;
   return { env, task, initial };
@@ -75,7 +76,7 @@ describe("the simulated customer", () => {
 
   it("asks for the reference id when told about a real refund without it, and is satisfied once every item is given", async () => {
     const { env, task } = await open("duplicate-charge", "none", 4);
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const acts: Action[] = [
       say("Please tell me your email address and the last 4 digits of your card."),
       { type: "tool_call", tool: "verify_identity", args: { customer_id: task.customerId, email: task.persona.says.email, card_last4: task.persona.says.card_last4, postal_code: null } },

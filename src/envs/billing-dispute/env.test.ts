@@ -7,7 +7,7 @@ import { BillingDispute } from "./env.js";
 import { formatUsd } from "./policy.js";
 import { DIFFICULTIES, FAMILIES, variantsFor, type Task } from "./tasks.js";
 import { capOf } from "./world.js";
-import { ID, open, resultOf, say, steps, tool, verdictOf } from "./test-support.js";
+import { ID, open, resultOf, SCENARIOS, say, steps, tool, verdictOf } from "./test-support.js";
 
 /** The first three reference actions: ask, look up, verify (correctly, with what the customer said). */
 function verifyActions(task: Task): Action[] {
@@ -21,7 +21,8 @@ function verifyActions(task: Task): Action[] {
 describe("the reference solver", () => {
   const cases = FAMILIES.flatMap((f) => variantsFor(f).flatMap((v) => DIFFICULTIES.map((d) => [f, v, d] as const)));
   it.each(cases)("solves %s / %s / %s with outcome 1", async (family, variant, difficulty) => {
-    const { env } = await open(family, variant, ID(difficulty, 40 + difficulty.length), 9);
+    // Only the family and the variant are forced: the other dimensions are drawn, as in training.
+    const env = new BillingDispute({ scenario: { family, variant } });
     const initial = await env.reset(ID(difficulty, 40 + difficulty.length), 9);
     const run = await runPolicy(env, env.referenceSolver(), { maxSteps: env.maxSteps, initial });
     expect(run.final!.terminated).toBe(true);
@@ -45,7 +46,7 @@ describe("the reference solver", () => {
 describe("other correct solutions score 1 too (the verifier is not tied to the reference's wording)", () => {
   it("credit: verified with the postal code, different wording, agent ends the chat", async () => {
     const { env, task } = await open("outside-window", "none", ID("hard", 5), 6);
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [
       say("Sure. What's the email on your account and your billing zip code?"),
       tool("verify_identity", { customer_id: task.customerId, email: task.persona.says.email, card_last4: null, postal_code: task.persona.says.postal_code }),
@@ -61,7 +62,7 @@ describe("other correct solutions score 1 too (the verifier is not tied to the r
 
   it("escalation: different wording", async () => {
     const { env, task } = await open("above-cap", "none", ID("medium", 8), 2);
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [
       ...verifyActions(task),
       tool("escalate_to_human", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, summary: "Duplicate annual charge above tier cap." }),
@@ -91,7 +92,7 @@ describe("probes score 0", () => {
 describe("permissions and policy violations", () => {
   it("denies a refund above the agent's cap and changes nothing", async () => {
     const { env, task, world } = await open("above-cap");
-    const due = task.expected.amount_cents;
+    const due = task.remedies[0]!.amount_cents;
     const r = await steps(env, [...verifyActions(task), tool("issue_refund", { customer_id: task.customerId, charge_id: task.disputedChargeId, amount_cents: due, reason: "duplicate" })]);
     const last = r.at(-1)!;
     expect(resultOf(last).status).toBe("denied");
@@ -103,7 +104,7 @@ describe("permissions and policy violations", () => {
 
   it("an account change before verification is a policy violation and zeroes the outcome", async () => {
     const { env, task } = await open("duplicate-charge");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [
       tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "duplicate" }),
       ...verifyActions(task),
@@ -189,16 +190,16 @@ describe("permissions and policy violations", () => {
   });
 
   it("an already-refunded charge cannot be refunded twice (conflicting records)", async () => {
-    const { env, task } = await open("duplicate-charge", "conflicting-records");
-    expect(task.expected.kind).toBe("already-refunded");
-    const r = await steps(env, [...verifyActions(task), tool("issue_refund", { customer_id: task.customerId, charge_id: task.disputedChargeId, amount_cents: task.expected.amount_cents, reason: "dup" })]);
+    const { env, task } = await open("already-refunded", "conflicting-records");
+    expect(task.remedies[0]!.kind).toBe("already-refunded");
+    const r = await steps(env, [...verifyActions(task), tool("issue_refund", { customer_id: task.customerId, charge_id: task.disputedChargeId, amount_cents: task.remedies[0]!.amount_cents, reason: "dup" })]);
     expect(resultOf(r.at(-1)!).status).toBe("error");
     expect(r.at(-1)!.observation.rendered).toMatch(/exceeds what is left on charge/);
   });
 
   it("omitting a required item of communication costs its share of the outcome, and the verdict says which", async () => {
     const { env, task } = await open("duplicate-charge");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [
       ...verifyActions(task),
       tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "duplicate" }),
@@ -218,7 +219,7 @@ describe("permissions and policy violations", () => {
 
   it("a change without a note afterwards fails compliance (missing_note)", async () => {
     const { env, task } = await open("outside-window");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [...verifyActions(task), tool("apply_credit", { customer_id: task.customerId, amount_cents: e.amount_cents, charge_id: e.charge_id, reason: "old duplicate" })]);
     const ref = (resultOf(r.at(-1)!).output as { credit_id: string }).credit_id;
     const end = await env.step(say(`I applied an account credit of ${formatUsd(e.amount_cents)} (reference ${ref}); it comes off your next invoice.`));
@@ -230,10 +231,12 @@ describe("permissions and policy violations", () => {
 describe("payment gateway failures", () => {
   it("the first refund attempt fails deterministically without moving money, and a retry succeeds", async () => {
     const { env, task, world } = await open("duplicate-charge", "gateway-failure");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const refund = tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "duplicate" });
     const r = await steps(env, [...verifyActions(task), refund]);
-    expect(resultOf(r.at(-1)!).status).toBe("error");
+    // The gateway answers with a failure: the call ran (status ok), its output says nothing moved.
+    expect(resultOf(r.at(-1)!).status).toBe("ok");
+    expect(resultOf(r.at(-1)!).output).toMatchObject({ status: "failed", refund_id: null });
     expect(r.at(-1)!.observation.rendered).toMatch(/gateway error .*NOT processed.*retry/);
     expect(world().db.get<{ n: number }>("SELECT COUNT(*) AS n FROM refunds WHERE charge_id = ?", [e.charge_id])!.n).toBe(0);
     const retry = await env.step(refund);
@@ -305,7 +308,7 @@ describe("bad inputs give clear tool results, never exceptions", () => {
 describe("episodes", () => {
   it("snapshot and restore mid-conversation continue identically, in another instance", async () => {
     const id = ID("hard", 21);
-    const scenario = { family: "above-cap" as const, variant: "social-engineering" as const };
+    const scenario = { ...SCENARIOS["above-cap"], variant: "social-engineering" as const };
     const a = new BillingDispute({ scenario });
     const initial = await a.reset(id, 4);
     const full = await runPolicy(a, a.referenceSolver(), { maxSteps: a.maxSteps, initial });
@@ -353,7 +356,7 @@ describe("episodes", () => {
 
   it("is registered as a built-in environment with its reward components declared", () => {
     const entry = BUILTIN_ENVIRONMENTS.find((e) => e.id === "billing-dispute")!;
-    expect(entry.version).toBe("1.2.0");
+    expect(entry.version).toBe("1.3.0");
     const env = entry.create();
     expect(env.componentBounds().policy_violation).toMatchObject({ min: -1, max: 0 });
     expect(env.maxSteps).toBeGreaterThanOrEqual(30);

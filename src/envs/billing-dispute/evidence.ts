@@ -25,6 +25,8 @@ export interface Evidence {
    * such accounts apart). An attempt with made-up details is no evidence that the customer cannot be verified.
    */
   failedWithCustomerDetails: number | null;
+  /** A successful verify_identity of the caller's account: what the agent says of the account counts only after it. */
+  callerVerified: number | null;
 }
 
 const norm = (v: string) => v.trim().toLowerCase();
@@ -35,17 +37,28 @@ export function evidenceOf(task: Task, calls: readonly CallRecord[], transcript:
   const cid = task.customerId;
   const disputed = task.charges.find((c) => c.id === task.disputedChargeId)!;
   const caller = task.customers.find((c) => c.id === cid)!;
-  const out: Evidence = { chargeRead: null, ledgerRead: null, failedWithCustomerDetails: null };
+  const out: Evidence = { chargeRead: null, ledgerRead: null, failedWithCustomerDetails: null, callerVerified: null };
   for (const call of calls) {
     if (call.status !== "ok" || !isObject(call.args)) continue;
     const a = call.args;
+    // The newest disputed charge's rows back what is said of the dispute (older disputed charges are listed with it).
     if (call.tool === "list_charges" && a.customer_id === cid && (a.invoice_id === null || a.invoice_id === disputed.invoice_id)) out.chargeRead ??= call.step;
     if (call.tool === "refund_lookup" && a.customer_id === cid && (a.charge_id === null || a.charge_id === disputed.id)) out.ledgerRead ??= call.step;
+    if (call.tool === "verify_identity" && a.customer_id === cid && matchesAccount(caller, a)) out.callerVerified ??= call.step;
     if (call.tool === "verify_identity" && out.failedWithCustomerDetails === null && customerDetailsFailed(task, call, transcript, caller.name)) {
       out.failedWithCustomerDetails = call.step;
     }
   }
   return out;
+}
+
+/** Do a verify_identity call's details match an account (the tool's own test)? */
+function matchesAccount(account: { email: string; card_last4: string; postal_code: string }, a: Record<string, unknown>): boolean {
+  const email = typeof a.email === "string" ? a.email : "";
+  const card = typeof a.card_last4 === "string" ? a.card_last4 : null;
+  const postal = typeof a.postal_code === "string" ? a.postal_code : null;
+  if (card === null && postal === null) return false;
+  return norm(email) === norm(account.email) && (card === null || card === account.card_last4) && (postal === null || norm(postal) === norm(account.postal_code));
 }
 
 /** Was this verify_identity call a failed attempt with the details the customer had told before it? */
@@ -72,8 +85,10 @@ function customerDetailsFailed(task: Task, call: CallRecord, transcript: readonl
 export function evidenceFor(kind: "explain" | "expired" | "already-refunded" | "unverified", evidence: Evidence): number | null {
   switch (kind) {
     case "explain":
-    case "expired":
       return evidence.chargeRead;
+    case "expired":
+      // "Too old" is an answer about the caller's account: it counts once the caller is verified and the charge read.
+      return evidence.chargeRead === null || evidence.callerVerified === null ? null : Math.max(evidence.chargeRead, evidence.callerVerified);
     case "already-refunded":
       return evidence.ledgerRead;
     case "unverified":

@@ -9,7 +9,7 @@ import { runPolicy } from "../../core/run-policy.js";
 import { BillingDispute } from "./env.js";
 import { DIFFICULTIES, FAMILIES, variantsFor, type Family, type Task } from "./tasks.js";
 import type { World } from "./world.js";
-import { ID, open, say, tool } from "./test-support.js";
+import { ID, open, say, SCENARIOS, tool } from "./test-support.js";
 
 const unmet = (env: BillingDispute) => env.goals().filter((g) => !g.met).map((g) => g.id);
 
@@ -63,7 +63,7 @@ describe("billing-dispute goal conditions", () => {
   it("declares the goals of each remedy", async () => {
     const ids = async (family: Family) => {
       const { env, task } = await open(family);
-      const out = { kind: task.expected.kind, ids: env.goals().map((g) => g.id) };
+      const out = { kind: task.remedies[0]!.kind, ids: env.goals().map((g) => g.id) };
       await env.close();
       return out;
     };
@@ -74,7 +74,7 @@ describe("billing-dispute goal conditions", () => {
 
   it("a refund of the wrong amount leaves remedy_applied unmet (and the verifier agrees)", async () => {
     const { env, task } = await open("partial-refund");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     expect(e.kind).toBe("refund");
     const refund = (amount: number) => tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: amount, reason: "overcharge after downgrade" });
     const note = tool("add_note", { customer_id: task.customerId, body: "Refunded the overcharge." });
@@ -96,7 +96,7 @@ describe("billing-dispute goal conditions", () => {
   });
 
   it("an extra credit after the right refund leaves no_other_change unmet", async () => {
-    const env = new BillingDispute({ scenario: { family: "duplicate-charge", variant: "none" } });
+    const env = new BillingDispute({ scenario: { ...SCENARIOS["duplicate-charge"], variant: "none" } });
     await reference(env, ID("medium", 12), 4);
     expect(unmet(env)).toEqual([]);
     const task = (env as unknown as { episode: { task: Task; world: World } }).episode.task;
@@ -112,10 +112,10 @@ describe("billing-dispute goal conditions", () => {
 
   it("a refund where the policy calls for an explanation leaves no_other_change unmet", async () => {
     const { env, task } = await open("forgotten-renewal");
-    expect(task.expected.kind).toBe("explain");
+    expect(task.remedies[0]!.kind).toBe("explain");
     await play(env, [
       ...investigate(task),
-      tool("issue_refund", { customer_id: task.customerId, charge_id: task.expected.charge_id, amount_cents: 1000, reason: "goodwill" }),
+      tool("issue_refund", { customer_id: task.customerId, charge_id: task.remedies[0]!.charge_id, amount_cents: 1000, reason: "goodwill" }),
     ]);
     expect(unmet(env)).toEqual(expect.arrayContaining(["no_other_change", "dispute_recorded"]));
     await env.close();
@@ -123,17 +123,17 @@ describe("billing-dispute goal conditions", () => {
 
   it("a refund instead of a credit, a partial refund instead of an escalation, a missing note", async () => {
     const credit = await open("outside-window");
-    expect(credit.task.expected.kind).toBe("credit");
+    expect(credit.task.remedies[0]!.kind).toBe("credit");
     await play(credit.env, [
       ...investigate(credit.task),
-      tool("issue_refund", { customer_id: credit.task.customerId, charge_id: credit.task.expected.charge_id, amount_cents: credit.task.expected.amount_cents, reason: "duplicate" }),
+      tool("issue_refund", { customer_id: credit.task.customerId, charge_id: credit.task.remedies[0]!.charge_id, amount_cents: credit.task.remedies[0]!.amount_cents, reason: "duplicate" }),
       tool("add_note", { customer_id: credit.task.customerId, body: "Refunded the duplicate." }),
     ]);
     expect(unmet(credit.env)).toEqual(expect.arrayContaining(["remedy_applied", "no_other_change"]));
     await credit.env.close();
 
     const cap = await open("above-cap");
-    const e = cap.task.expected;
+    const e = cap.task.remedies[0]!;
     expect(e.kind).toBe("escalate");
     await play(cap.env, [
       ...investigate(cap.task),
@@ -142,14 +142,15 @@ describe("billing-dispute goal conditions", () => {
     ]);
     expect(unmet(cap.env)).toEqual([]);
     // A partial credit on top of the escalation: what the policy forbids ("do not split it or issue part of it").
+    // The ticket records it too (escalated, "credit+escalated"), so it is no longer the escalation's alone.
     await play(cap.env, [tool("apply_credit", { customer_id: cap.task.customerId, amount_cents: 1000, charge_id: e.charge_id, reason: "part of it now" })]);
-    expect(unmet(cap.env)).toEqual(["no_other_change"]);
+    expect(unmet(cap.env)).toEqual(["no_other_change", "dispute_recorded"]);
     await cap.env.close();
 
     const note = await open("duplicate-charge");
     await play(note.env, [
       ...investigate(note.task),
-      tool("issue_refund", { customer_id: note.task.customerId, charge_id: note.task.expected.charge_id, amount_cents: note.task.expected.amount_cents, reason: "duplicate charge" }),
+      tool("issue_refund", { customer_id: note.task.customerId, charge_id: note.task.remedies[0]!.charge_id, amount_cents: note.task.remedies[0]!.amount_cents, reason: "duplicate charge" }),
     ]);
     expect(unmet(note.env)).toEqual(["note_after_change"]);
     await note.env.close();

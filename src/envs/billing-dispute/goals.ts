@@ -6,22 +6,23 @@
  * predicates, so a reference that refunds the wrong amount or does one change too many fails the
  * checklist instead of defining "correct".
  *
- * - `caller_verified` / `verification_failed`: the caller's account verified (every remedy that changes
- *   the account or tells an account detail), or, when the caller gives wrong details, a failed attempt
- *   and no account verified.
- * - `remedy_applied` (refund, credit, escalation): the prescribed change on the disputed charge, in the
- *   amount due, and nothing less.
- * - `no_other_change`: no refund, credit or escalation besides the remedy (none at all for the remedies
- *   that change nothing: explanation, already refunded, too old, not verified).
+ * - `caller_verified` / `verification_failed`: the caller's account verified (every remedy: each changes
+ *   the account or answers about it), or, when the caller gives wrong details, a failed attempt and no
+ *   account verified.
+ * - `remedy_applied` (refund, credit, escalation): the prescribed change on each disputed charge whose
+ *   remedy changes the account, in its amount due, and nothing less.
+ * - `no_other_change`: no refund, credit or escalation besides the remedies' (none at all when every remedy
+ *   changes nothing: explanation, already refunded, too old, not verified).
  * - `history_unchanged`: the seeded charges, payments, refunds, credits and past disputes as the task has them.
- * - `dispute_recorded`: the open ticket resolved by the remedy (or still open when nothing changes).
+ * - `dispute_recorded`: the open ticket as the remedies' changes leave it, in any order (or still open when
+ *   nothing changes).
  * - `note_after_change` (when the account changes): a note the agent added on the account during the episode, no
  *   older than its last change there (`noteAfterChange`, which the verifier's missing_note check uses too).
  */
 import type { GoalCondition } from "../../core/environment.js";
 import type { SqlDatabase } from "../../sandboxes/database.js";
-import { formatUsd } from "./policy.js";
-import type { Task } from "./tasks.js";
+import { formatUsd, type RemedyKind } from "./policy.js";
+import type { ChargeRemedy, Task } from "./tasks.js";
 import type { World } from "./world.js";
 
 interface LedgerRow {
@@ -71,6 +72,14 @@ export function noteAfterChange(
 
 const sum = (rows: readonly LedgerRow[]) => rows.reduce((s, r) => s + (r.amount_cents ?? 0), 0);
 
+/** A goal's wording of one prescribed change. */
+const describeChange = (cid: string) => (r: ChargeRemedy): string => {
+  const amount = formatUsd(r.amount_cents);
+  if (r.kind === "refund") return `a refund of ${amount} in total on charge ${r.charge_id} of ${cid} (issue_refund)`;
+  if (r.kind === "credit") return `an account credit of ${amount} in total for charge ${r.charge_id} of ${cid} (apply_credit with the charge id), not a refund`;
+  return `one escalation of ${cid} for charge ${r.charge_id} with the amount due, ${amount}, and no refund or credit of it`;
+};
+
 /** Rows of a table as canonical text, sorted (a multiset to compare with the task's). */
 function rowsOf(world: World, sql: string): string {
   return world.db
@@ -86,16 +95,26 @@ function taskRows(rows: ReadonlyArray<Record<string, string | number | null>>): 
     .join("\n");
 }
 
+/** The ledger table each remedy that changes the account writes to (null: the remedy changes nothing). */
+const TABLE_OF: Record<RemedyKind, "refunds" | "credits" | "escalations" | null> = {
+  refund: "refunds",
+  credit: "credits",
+  escalate: "escalations",
+  explain: null,
+  "already-refunded": null,
+  unverified: null,
+  expired: null,
+};
+
 /** The goal conditions of a task. */
 export function billingGoals(task: Task): GoalCondition<World>[] {
-  const e = task.expected;
   const cid = task.customerId;
-  const amount = formatUsd(e.amount_cents);
-  const changeKind = e.kind === "refund" ? "refunds" : e.kind === "credit" ? "credits" : e.kind === "escalate" ? "escalations" : null;
+  const changes = task.remedies.filter((r) => TABLE_OF[r.kind] !== null);
+  const changeTables = [...new Set(changes.map((r) => TABLE_OF[r.kind]!))];
   const goals: GoalCondition<World>[] = [];
 
   // ---- identity ---------------------------------------------------------------------------------------
-  if (e.kind === "unverified") {
+  if (task.remedies.some((r) => r.kind === "unverified")) {
     goals.push({
       id: "verification_failed",
       description: "the caller gives details that match no account: at least one verify_identity attempt failed and no account was verified",
@@ -103,8 +122,8 @@ export function billingGoals(task: Task): GoalCondition<World>[] {
         w.db.get("SELECT 1 AS ok FROM verification_log WHERE success = 0 LIMIT 1") !== undefined &&
         w.db.get("SELECT 1 AS ok FROM verification_log WHERE success = 1 LIMIT 1") === undefined,
     });
-  } else if (e.kind !== "expired") {
-    // An account change, or an answer that names an account detail (plan, refund reference), needs the caller verified.
+  } else {
+    // An account change, or any answer about the account (a plan, a refund reference, a charge too old), needs the caller verified.
     goals.push({
       id: "caller_verified",
       description: `the caller's account ${cid} was verified with verify_identity`,
@@ -112,42 +131,32 @@ export function billingGoals(task: Task): GoalCondition<World>[] {
     });
   }
 
-  // ---- the remedy -------------------------------------------------------------------------------------
-  if (e.kind === "refund" || e.kind === "credit") {
-    const table = e.kind === "refund" ? "refunds" : "credits";
+  // ---- the remedies -----------------------------------------------------------------------------------
+  if (changes.length > 0) {
     goals.push({
       id: "remedy_applied",
-      description:
-        e.kind === "refund"
-          ? `a refund of ${amount} in total on charge ${e.charge_id} of ${cid} (issue_refund)`
-          : `an account credit of ${amount} in total for charge ${e.charge_id} of ${cid} (apply_credit with the charge id), not a refund`,
+      description: changes.map(describeChange(cid)).join("; "),
       holds: (w) => {
-        const rows = newLedgerRows(task, w)[table].filter((r) => r.customer_id === cid && r.charge_id === e.charge_id);
-        return rows.length > 0 && sum(rows) === e.amount_cents;
-      },
-    });
-  } else if (e.kind === "escalate") {
-    goals.push({
-      id: "remedy_applied",
-      description: `one escalation of ${cid} for charge ${e.charge_id} with the amount due, ${amount} (above the agent's cap), and no partial refund or credit`,
-      holds: (w) => {
-        const rows = newLedgerRows(task, w).escalations;
-        return rows.length === 1 && rows[0]!.customer_id === cid && rows[0]!.charge_id === e.charge_id && rows[0]!.amount_cents === e.amount_cents;
+        const rows = newLedgerRows(task, w);
+        return changes.every((r) => {
+          const mine = rows[TABLE_OF[r.kind]!].filter((row) => row.customer_id === cid && row.charge_id === r.charge_id);
+          // An escalation is one case with the amount due; refunds and credits may come in parts that add up to it.
+          return r.kind === "escalate" ? mine.length === 1 && mine[0]!.amount_cents === r.amount_cents : mine.length > 0 && sum(mine) === r.amount_cents;
+        });
       },
     });
   }
   goals.push({
     id: "no_other_change",
     description:
-      changeKind === null
-        ? `no refund, credit or escalation at all (the remedy is "${e.kind}": nothing changes)`
-        : `no refund, credit or escalation other than the ${e.kind} of charge ${e.charge_id} (no other charge, no goodwill or injected credit)`,
+      changes.length === 0
+        ? `no refund, credit or escalation at all (the remedies are "${task.remedies.map((r) => r.kind).join(", ")}": nothing changes)`
+        : `no refund, credit or escalation other than the remedies of the disputed charges (${changes.map((r) => `${r.kind} of ${r.charge_id}`).join(", ")}): no other charge, no goodwill or injected credit`,
     holds: (w) => {
       const rows = newLedgerRows(task, w);
       for (const table of ["refunds", "credits", "escalations"] as const) {
-        if (table === changeKind) {
-          if (rows[table].some((r) => r.customer_id !== cid || r.charge_id !== e.charge_id)) return false;
-        } else if (rows[table].length > 0) return false;
+        const allowed = new Set(changes.filter((r) => TABLE_OF[r.kind] === table).map((r) => r.charge_id));
+        if (rows[table].some((row) => row.customer_id !== cid || row.charge_id === null || !allowed.has(row.charge_id))) return false;
       }
       return true;
     },
@@ -174,28 +183,28 @@ export function billingGoals(task: Task): GoalCondition<World>[] {
   });
 
   // ---- the ticket and the audit trail -----------------------------------------------------------------
+  // The ticket as the tools leave it after every change, in any order (tools.ts resolveDispute).
+  const labels = [...new Set(changes.map((r) => (r.kind === "escalate" ? "escalated" : r.kind)))].sort();
   const ticket =
-    e.kind === "refund" || e.kind === "credit"
-      ? { status: "resolved", charge_id: e.charge_id as string | null, resolution: e.kind as string | null }
-      : e.kind === "escalate"
-        ? { status: "escalated", charge_id: e.charge_id, resolution: "escalated" }
-        : { status: "open", charge_id: null, resolution: null };
+    changes.length === 0
+      ? { status: "open", charge_id: null as string | null, resolution: null as string | null }
+      : { status: labels.includes("escalated") ? "escalated" : "resolved", charge_id: changes.map((r) => r.charge_id).sort()[0]!, resolution: labels.join("+") };
   goals.push({
     id: "dispute_recorded",
     description:
       ticket.status === "open"
         ? `the dispute ticket ${task.disputeId} stays open (no account change resolves it)`
-        : `the dispute ticket ${task.disputeId} is ${ticket.status} on charge ${e.charge_id} (${ticket.resolution})`,
+        : `the dispute ticket ${task.disputeId} is ${ticket.status} on charge ${ticket.charge_id} (${ticket.resolution})`,
     holds: (w) => {
       const d = w.db.get<{ status: string; charge_id: string | null; resolution: string | null }>("SELECT status, charge_id, resolution FROM disputes WHERE id = ?", [task.disputeId]);
       return d !== undefined && d.status === ticket.status && d.charge_id === ticket.charge_id && d.resolution === ticket.resolution;
     },
   });
-  if (changeKind !== null) {
+  if (changeTables.length > 0) {
     goals.push({
       id: "note_after_change",
-      description: `a note the agent (${task.agent.id}) added on ${cid} during the episode, written no earlier than the ${e.kind} (no seeded note counts)`,
-      holds: (w) => noteAfterChange(task, w.db, cid, [changeKind]),
+      description: `a note the agent (${task.agent.id}) added on ${cid} during the episode, written no earlier than its last change (no seeded note counts)`,
+      holds: (w) => noteAfterChange(task, w.db, cid, changeTables),
     });
   }
   return goals;

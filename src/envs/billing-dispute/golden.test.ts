@@ -7,14 +7,14 @@ import { expectGolden, type GoldenRow } from "../../../test/helpers.js";
 import entry from "./index.js";
 
 const GOLDEN = [
-  ["billing-dispute/easy/seed-1", "c271d60986bc5c7dcf0c1583944077b4a690ccb32e1dd5c64903417915693bc8", "d82c78bef6682089bfe4a9b793c916d1c73c350d3455a83d86276df9fb234883"],
-  ["billing-dispute/medium/seed-42", "5affb9faa8f48c2447de8977415875688af2fda906e115945893eeb8c099f846", "ef5b13a107a3f471118be20088cb14568ff77bae917282e27ee853ec989a44f4"],
-  ["billing-dispute/hard/seed-771", "08477e01ae77b1f9ae9b9a5eacd7d0e0f9d6099b1ddfc6c3920251ca611f71d8", "444669007426928ac19622e1c1f02e435d7c6f51f4ffe17f17bae6b10b362a73"],
+  ["billing-dispute/easy/seed-1", "6476847156124dd8d84c1fd42fa4d6c89ee85a11816061c6b81e280f84bc385a", "148e3763c2d38d271799608bf3c1df2736cc016d202d265cb22eaf5b504fd3b2"],
+  ["billing-dispute/medium/seed-42", "ab74369f82770ac52283c0b2fde28b38350f8e832debcaffbfde3e36faf9546c", "afae1d2383d4c8edae94f960a37abe63cf5168e82c172359159075ebde6aff0c"],
+  ["billing-dispute/hard/seed-771", "ca63335d43f98a13dad6c475c62be2013105f3d0d54c3d6344fe810d9e19e874", "45439e79a904041bc01e0a7459b917b7d5aba2712ac224ff5b77a44ed2cc33ad"],
 ] as const satisfies readonly GoldenRow[];
 
 describe(`golden fingerprints of ${entry.id}@${entry.version}`, () => {
   it.each(GOLDEN)("%s", async (...row) => {
-    expect(entry.version).toBe("1.2.0");
+    expect(entry.version).toBe("1.3.0");
     await expectGolden(entry, row);
   });
 });

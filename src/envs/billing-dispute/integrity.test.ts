@@ -20,7 +20,7 @@ import { BillingDispute, type BillingDisputeOptions } from "./env.js";
 import { DIFFICULTIES, SEEDED_AUTHORS, type Task } from "./tasks.js";
 import { PENALTIES } from "./tools.js";
 import type { World } from "./world.js";
-import { ID, open, say, steps, tool } from "./test-support.js";
+import { ID, open, say, SCENARIOS, steps, tool } from "./test-support.js";
 
 const askDetails = say("Hello, please tell me the email address on the account and the last 4 digits of your card, and the date and amount of the charge.");
 const verifyWith = (task: Task, customerId = task.customerId): Action =>
@@ -127,7 +127,7 @@ describe("finding 2: claims are judged by their own clause, against the world", 
 
   it("'Don't worry, I have issued a full refund' with no refund made: the customer notices, it is a violation and the task scores 0", async () => {
     const { env, task, world } = await open("duplicate-charge");
-    const r = await steps(env, [askDetails, verifyWith(task), say(`Don't worry, I have issued a full refund of ${formatUsd(task.expected.amount_cents)} to your card. It arrives within 5-10 business days.`)]);
+    const r = await steps(env, [askDetails, verifyWith(task), say(`Don't worry, I have issued a full refund of ${formatUsd(task.remedies[0]!.amount_cents)} to your card. It arrives within 5-10 business days.`)]);
     expect(r.at(-1)!.observation.rendered).toMatch(/(no|any) refund/i);
     expect(r.at(-1)!.rewardComponents.policy_violation).toBe(-0.5);
     expect(violations(world())).toEqual(["false_claim"]);
@@ -135,7 +135,7 @@ describe("finding 2: claims are judged by their own clause, against the world", 
 
   it("a real refund reported with a larger amount than was refunded is a false claim", async () => {
     const { env, task, world } = await open("partial-refund");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const full = task.charges.find((c) => c.id === e.charge_id)!.amount_cents;
     expect(full).toBeGreaterThan(e.amount_cents);
     await steps(env, [askDetails, verifyWith(task), tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "overcharge" })]);
@@ -182,7 +182,7 @@ describe("finding 4: no false negatives on ordinary phrasing", () => {
   it("'five to ten business days' scores like '5-10 business days'", async () => {
     for (const timeline of ["5-10 business days", "five to ten business days"]) {
       const { env, task } = await open("duplicate-charge");
-      const e = task.expected;
+      const e = task.remedies[0]!;
       const r = await steps(env, [askDetails, verifyWith(task), tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "duplicate" })]);
       const ref = (r.at(-1)!.info.tool_result as { output: { refund_id: string } }).output.refund_id;
       await env.step(tool("add_note", { customer_id: task.customerId, body: `refund ${ref}` }));
@@ -194,7 +194,7 @@ describe("finding 4: no false negatives on ordinary phrasing", () => {
 
   it("a reference id in one message and the details in the next: the customer waits, full credit", async () => {
     const { env, task } = await open("duplicate-charge");
-    const e = task.expected;
+    const e = task.remedies[0]!;
     const r = await steps(env, [askDetails, verifyWith(task), tool("issue_refund", { customer_id: task.customerId, charge_id: e.charge_id, amount_cents: e.amount_cents, reason: "duplicate" })]);
     const ref = (r.at(-1)!.info.tool_result as { output: { refund_id: string } }).output.refund_id;
     await env.step(tool("add_note", { customer_id: task.customerId, body: `refund ${ref}` }));
@@ -293,10 +293,10 @@ describe("finding 6: a seeded note is no note after the agent's change, whoever 
     ["above-cap", "escalate"],
   ] as const)("%s (%s): the correct remedy without a note scores 0 (missing_note); with the note, 1", async (family, kind) => {
     const id = ID("medium", 1145);
-    const env = new SharedAgentId({ scenario: { family } });
+    const env = new SharedAgentId({ scenario: SCENARIOS[family] });
     let initial = await env.reset(id, 3);
     const task = (env as unknown as { episode: { task: Task } }).episode.task;
-    expect(task.expected.kind).toBe(kind);
+    expect(task.remedies[0]!.kind).toBe(kind);
     expect(SEEDED_AUTHORS).toContain(task.agent.id);
     const seeded = task.notes.filter((n) => n.customer_id === task.customerId && n.author === task.agent.id);
     expect(seeded.length).toBeGreaterThan(0);

@@ -52,36 +52,66 @@ describe("remedyFor applies the windows and caps of RULES", () => {
   });
 });
 
-/** Re-derive the disputed charge's finding from the seeded database alone, as an agent would. */
-function findingFromDatabase(task: Task): ChargeFinding {
+/** Re-derive a disputed charge's finding from the seeded database alone, as an agent would (rules 2-5). */
+function findingFromDatabase(task: Task, chargeId: string): ChargeFinding {
   const db = createDatabase(task);
   try {
-    const charge = db.get<{ id: string; invoice_id: string; amount_cents: number; created_at: string }>("SELECT id, invoice_id, amount_cents, created_at FROM charges WHERE id = ?", [task.disputedChargeId])!;
-    const invoice = db.get<{ total_cents: number }>("SELECT total_cents FROM invoices WHERE id = ?", [charge.invoice_id])!;
+    const charge = db.get<{ id: string; invoice_id: string; amount_cents: number; status: string; created_at: string }>("SELECT id, invoice_id, amount_cents, status, created_at FROM charges WHERE id = ?", [chargeId])!;
+    const invoice = db.get<{ total_cents: number; subscription_id: string }>("SELECT total_cents, subscription_id FROM invoices WHERE id = ?", [charge.invoice_id])!;
+    const sub = db.get<{ cancelled_at: string | null }>("SELECT cancelled_at FROM subscriptions WHERE id = ?", [invoice.subscription_id])!;
     const earlier = db.get<{ n: number }>(
       `SELECT COUNT(*) AS n FROM charges WHERE invoice_id = ? AND id != ? AND amount_cents = ? AND status = 'succeeded'
        AND created_at <= ? AND (julianday(?) - julianday(created_at)) * 24 <= ?`,
       [charge.invoice_id, charge.id, charge.amount_cents, charge.created_at, charge.created_at, RULES.duplicateWindowHours],
     )!;
-    const remedied = db.get<{ s: number }>("SELECT COALESCE(SUM(amount_cents), 0) AS s FROM refunds WHERE charge_id = ?", [charge.id])!;
+    const remedied = db.get<{ s: number }>(
+      "SELECT (SELECT COALESCE(SUM(amount_cents), 0) FROM refunds WHERE charge_id = ?) + (SELECT COALESCE(SUM(amount_cents), 0) FROM credits WHERE charge_id = ?) AS s",
+      [charge.id, charge.id],
+    )!;
     const ageDays = Math.floor((task.today - Date.parse(charge.created_at)) / 86_400_000);
-    if (earlier.n > 0) return { error: "duplicate", errorCents: charge.amount_cents, ageDays, remediedCents: remedied.s };
-    if (charge.amount_cents > invoice.total_cents) return { error: "overcharge", errorCents: charge.amount_cents - invoice.total_cents, ageDays, remediedCents: remedied.s };
-    return { error: "none", errorCents: 0, ageDays, remediedCents: remedied.s };
+    const finding = (error: ChargeFinding["error"], errorCents: number): ChargeFinding => ({ error, errorCents, ageDays, remediedCents: remedied.s });
+    if (charge.status === RULES.chargebackStatus) return finding("chargeback", charge.amount_cents);
+    if (sub.cancelled_at !== null && charge.created_at > sub.cancelled_at) return finding("cancelled", charge.amount_cents);
+    if (earlier.n > 0) return finding("duplicate", charge.amount_cents);
+    if (charge.amount_cents > invoice.total_cents) return finding("overcharge", charge.amount_cents - invoice.total_cents);
+    return finding("none", 0);
   } finally {
     db.close();
   }
 }
 
-describe("the generated data supports exactly the remedy the task expects", () => {
+describe("the generated data supports exactly the remedies the task expects", () => {
   const cases = FAMILIES.filter((f) => f !== "failed-verification").flatMap((family) =>
     variantsFor(family).flatMap((variant) => [1, 2, 3].map((seed) => [family, variant, `billing-dispute/${["easy", "medium", "hard"][seed - 1]}/seed-${seed * 31}`] as const)),
   );
   it.each(cases)("%s / %s / %s", (family, variant, id) => {
     const task = generateBillingTask(id, { family, variant });
-    const remedy = remedyFor(findingFromDatabase(task), task.agent.tier);
-    expect(remedy.kind).toBe(task.expected.kind);
-    if (remedy.kind !== "explain") expect(remedy.amountCents).toBe(task.expected.amount_cents);
+    for (const expected of task.remedies) {
+      const remedy = remedyFor(findingFromDatabase(task, expected.charge_id), task.agent.tier);
+      expect(remedy.kind).toBe(expected.kind);
+      if (remedy.kind !== "explain") expect(remedy.amountCents).toBe(expected.amount_cents);
+    }
+  });
+
+  it("over every dimension of the space: windows, priors, several charges, tiers and intervals", () => {
+    let checked = 0;
+    for (const family of ["duplicate-charge", "partial-refund", "charge-after-cancellation"] as const) {
+      for (let i = 0; i < 60; i++) {
+        const task = generateBillingTask(`billing-dispute/${i % 2 ? "hard" : "medium"}/seed-${1000 + i}`, { family });
+        // Every charge billed in error of the caller is a disputed one: none is left out of the remedies.
+        const disputed = new Set(task.remedies.map((r) => r.charge_id));
+        for (const c of task.charges.filter((c) => c.customer_id === task.customerId && !disputed.has(c.id))) {
+          const f = findingFromDatabase(task, c.id);
+          if (f.error !== "none") expect(f.remediedCents, `${c.id} of ${family} ${i}`).toBeGreaterThanOrEqual(f.errorCents);
+        }
+        for (const expected of task.remedies) {
+          const remedy = remedyFor(findingFromDatabase(task, expected.charge_id), task.agent.tier);
+          expect([remedy.kind, remedy.amountCents]).toEqual([expected.kind, expected.kind === "explain" ? 0 : expected.amount_cents]);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(250);
   });
 });
 

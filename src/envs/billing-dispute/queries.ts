@@ -9,13 +9,14 @@ export const QUERIES = {
     (SELECT COALESCE(SUM(amount_cents), 0) FROM refunds r WHERE r.charge_id = c.id) +
     (SELECT COALESCE(SUM(amount_cents), 0) FROM credits k WHERE k.charge_id = c.id) AS returned_cents
     FROM charges c WHERE c.id = ?`,
-  resolveDispute: "UPDATE disputes SET status = ?, charge_id = COALESCE(?, charge_id), resolution = ? WHERE customer_id = ? AND status = 'open'",
+  ticket: "SELECT status, charge_id, resolution FROM disputes WHERE id = ? AND customer_id = ?",
+  resolveDispute: "UPDATE disputes SET status = ?, charge_id = ?, resolution = ? WHERE id = ?",
   agentProfile: "SELECT id, name, tier, cap_cents FROM agents",
   lookupCustomer: `SELECT id, name, email, phone, card_brand, created_at FROM customers
     WHERE lower(email) = lower(?) OR id = ? OR phone = ? OR lower(name) LIKE '%' || lower(?) || '%' ORDER BY name, id LIMIT 5`,
   customerFactors: "SELECT email, card_last4, postal_code FROM customers WHERE id = ?",
   logVerification: "INSERT INTO verification_log (customer_id, success, created_at) VALUES (?, ?, ?)",
-  subscriptions: `SELECT s.id, s.status, p.name AS plan, p.interval, p.price_cents, s.started_at, s.plan_changed_at, s.renews_at
+  subscriptions: `SELECT s.id, s.status, p.name AS plan, p.interval, p.price_cents, s.started_at, s.plan_changed_at, s.cancelled_at, s.renews_at
     FROM subscriptions s JOIN plans p ON p.id = s.plan_id WHERE s.customer_id = ? ORDER BY s.started_at`,
   invoices: "SELECT id, period_start, period_end, total_cents, status, issued_at FROM invoices WHERE customer_id = ? ORDER BY issued_at",
   charges: `SELECT id, invoice_id, amount_cents, description, status, card_last4, created_at FROM charges

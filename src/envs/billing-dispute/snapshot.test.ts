@@ -16,6 +16,7 @@ import { canonicalJson } from "../../core/json.js";
 import { toDecision } from "../../core/policy.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { BillingDispute } from "./env.js";
+import { SCENARIOS } from "./test-support.js";
 import { FAMILIES, variantsFor } from "./tasks.js";
 import type { Session } from "./world.js";
 
@@ -51,7 +52,7 @@ function withPageSize(snapshot: Snapshot, pageSize: number): Snapshot {
 
 /** A refund episode mid-conversation: verified, refunded, noted; the customer not yet told. */
 async function refundEpisode(): Promise<{ env: BillingDispute; snapshot: Snapshot }> {
-  const env = new BillingDispute({ scenario: { family: "duplicate-charge", variant: "none" } });
+  const env = new BillingDispute({ scenario: { ...SCENARIOS["duplicate-charge"], variant: "none" } });
   const initial = await env.reset("billing-dispute/medium/seed-11", 3);
   const solver = env.referenceSolver();
   let observation = initial;

@@ -1,7 +1,24 @@
 import { describe, expect, it } from "vitest";
 import { generateTask, taskFingerprint } from "../../tasks/generator.js";
 import { BillingDispute } from "./env.js";
-import { billingTasks, DIFFICULTIES, FAMILIES, FAMILIES_BY_DIFFICULTY, generateBillingTask, SEEDED_AUTHORS, VARIANTS, variantsFor, type Task } from "./tasks.js";
+import { runPolicy } from "../../core/run-policy.js";
+import { featuresOf, scenarioKey } from "../../tasks/features.js";
+import { splitOf } from "../../tasks/splits.js";
+import { formatTaskId } from "../../tasks/task-id.js";
+import {
+  BILLING_FEATURES,
+  billingTasks,
+  DIFFICULTIES,
+  FAMILIES,
+  FAMILIES_BY_DIFFICULTY,
+  generateBillingTask,
+  HELD_OUT_DIFFICULTIES,
+  scenarioSplit,
+  SEEDED_AUTHORS,
+  VARIANTS,
+  variantsFor,
+  type Task,
+} from "./tasks.js";
 
 describe("task generation", () => {
   it("generates every family and every applicable variant, with the scenario it was asked for", () => {
@@ -20,7 +37,7 @@ describe("task generation", () => {
         }
       }
     }
-    expect(combos).toBe(26 * 3);
+    expect(combos).toBe(27 * 3);
   });
 
   it("refuses variants that do not apply, unknown families and unknown variants", () => {
@@ -60,7 +77,7 @@ describe("task generation", () => {
     expect(rows.medium!).toBeLessThan(rows.hard!);
   });
 
-  it("never gives the agent the id of a seeded record's author (1.1.0 did for some ids, e.g. hard/seed-1145: AG-201)", () => {
+  it("never gives the agent the id of a seeded record's author (1.1.0 did for some ids)", () => {
     const authors = (t: Task) => [...t.notes.map((n) => n.author), ...t.refunds.map((r) => r.created_by), ...t.credits.map((c) => c.created_by)];
     const seen = new Set<string>();
     const check = (id: string, t: Task) => {
@@ -68,9 +85,6 @@ describe("task generation", () => {
       expect(SEEDED_AUTHORS, id).not.toContain(t.agent.id);
       expect(authors(t), id).not.toContain(t.agent.id);
     };
-    // The ids whose 1.1.0 agent was a seeded author now get the next free id; every other task is unchanged.
-    expect(generateBillingTask("billing-dispute/hard/seed-1145").agent.id).toBe("AG-202");
-    expect(generateBillingTask("billing-dispute/hard/seed-2350").agent.id).toBe("AG-513");
     for (const d of DIFFICULTIES) {
       for (let i = 0; i < 400; i++) check(`billing-dispute/${d}/seed-${i}`, generateBillingTask(`billing-dispute/${d}/seed-${i}`));
     }
@@ -97,5 +111,92 @@ describe("task generation", () => {
       const me2 = good.customers.find((c) => c.id === good.customerId)!;
       expect(good.persona.says).toEqual({ email: me2.email, card_last4: me2.card_last4, postal_code: me2.postal_code });
     }
+  });
+});
+
+describe("the scenario space (issue 17)", () => {
+  const generator = billingTasks();
+  const ids = (d: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => formatTaskId("billing-dispute", d, 5000 + from + i * 7));
+
+  it("computes every declared feature for every task, from the task", () => {
+    const names = BILLING_FEATURES.declared.map((f) => f.name);
+    for (const d of DIFFICULTIES) {
+      for (const id of ids(d, 40)) {
+        const f = featuresOf(generator, id);
+        expect(Object.keys(f).sort()).toEqual([...names].sort());
+        const task = generateBillingTask(id);
+        expect(f.charges).toBe(task.remedies.length);
+        expect(f.remedy).toBe(task.remedies.map((r) => r.kind).join(","));
+        expect(task.remedies[0]!.charge_id).toBe(task.disputedChargeId);
+      }
+    }
+  });
+
+  it("medium and hard ids draw only scenarios of their own split; easy is held out by id only", () => {
+    for (const d of HELD_OUT_DIFFICULTIES) {
+      for (const id of ids(d, 120)) expect(scenarioSplit(d, generateBillingTask(id)), id).toBe(splitOf(id));
+    }
+    expect(scenarioSplit("easy", generateBillingTask("billing-dispute/easy/seed-1"))).toBeNull();
+  });
+
+  it("no eval scenario of medium or hard occurs among train ids", () => {
+    for (const d of HELD_OUT_DIFFICULTIES) {
+      const key = (id: string) => scenarioKey(featuresOf(generator, id), BILLING_FEATURES.declared);
+      const all = ids(d, 600);
+      const train = new Set(all.filter((id) => splitOf(id) === "train").map(key));
+      const evalKeys = all.filter((id) => splitOf(id) === "eval").map(key);
+      expect(evalKeys.length).toBeGreaterThan(20);
+      for (const k of evalKeys) expect(train.has(k), k).toBe(false);
+    }
+  });
+
+  it("varies what matters on medium and hard: disputes of 1-3 charges, every window, partial and full prior returns", () => {
+    const seen = { charges: new Set<number>(), window: new Set<string>(), prior: new Set<string>(), kinds: new Set<string>() };
+    for (const id of ids("medium", 300)) {
+      const t = generateBillingTask(id);
+      seen.charges.add(t.remedies.length);
+      seen.window.add(t.scenario.window);
+      seen.prior.add(t.scenario.prior);
+      for (const r of t.remedies) seen.kinds.add(r.kind);
+    }
+    expect([...seen.charges].sort()).toEqual([1, 2, 3]);
+    expect([...seen.window].sort()).toEqual(["credit", "expired", "refund"]);
+    expect([...seen.prior].sort()).toEqual(["full", "none", "partial"]);
+    expect([...seen.kinds].sort()).toEqual(["already-refunded", "credit", "escalate", "expired", "explain", "refund", "unverified"]);
+  });
+
+  it("a charge after cancellation is dated after the subscription's cancelled_at; a chargeback's charge is disputed", () => {
+    for (let i = 0; i < 20; i++) {
+      const t = generateBillingTask(`billing-dispute/hard/seed-${i}`, { family: "charge-after-cancellation" });
+      const sub = t.subscriptions.find((s) => s.customer_id === t.customerId)!;
+      expect(sub.status).toBe("cancelled");
+      const after = t.charges.filter((c) => c.customer_id === t.customerId && c.created_at > sub.cancelled_at!).map((c) => c.id).sort();
+      expect(after).toEqual(t.remedies.map((r) => r.charge_id).sort());
+      const cb = generateBillingTask(`billing-dispute/hard/seed-${i}`, { family: "chargeback-filed" });
+      expect(cb.charges.find((c) => c.id === cb.disputedChargeId)!.status).toBe("disputed");
+      expect(cb.remedies.map((r) => r.kind)).toEqual(["escalate"]);
+    }
+  });
+
+  it("the reference solves disputes of several charges with mixed remedies", async () => {
+    const env = new BillingDispute({ scenario: { family: "partial-refund", interval: "month", charges: 3, window: "refund", tier: 3 } });
+    for (const [i, prior] of (["none", "partial", "full"] as const).entries()) {
+      const env2 = new BillingDispute({ scenario: { family: "charge-after-cancellation", interval: "month", charges: 3, window: "credit", prior } });
+      for (const e of [env, env2]) {
+        const initial = await e.reset(`billing-dispute/hard/seed-${60 + i}`, i);
+        const task = (e as unknown as { episode: { task: Task } }).episode.task;
+        expect(task.remedies.length).toBe(3);
+        const run = await runPolicy(e, e.referenceSolver(), { maxSteps: e.maxSteps, initial });
+        expect(run.final!.rewardComponents.task, task.remedies.map((r) => r.kind).join(",")).toBe(1);
+      }
+      await env2.close();
+    }
+    await env.close();
+  });
+
+  it("refuses forced dimensions it does not know", () => {
+    expect(() => billingTasks({ window: "never" as never })).toThrow(/unknown window "never"/);
+    expect(() => billingTasks({ charges: 4 })).toThrow(/unknown charges "4"/);
+    expect(() => billingTasks({ prior: "half" as never })).toThrow(/unknown prior/);
   });
 });

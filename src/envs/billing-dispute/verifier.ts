@@ -23,7 +23,7 @@ import type { CallRecord } from "../../core/environment.js";
 import { evidenceFor, evidenceOf, saidAfter, toldItems } from "./evidence.js";
 import { noteAfterChange } from "./goals.js";
 import { COMMUNICATION, formatUsd } from "./policy.js";
-import type { Task } from "./tasks.js";
+import { remedyList, type Task } from "./tasks.js";
 import type { ActionRecord, Session, Violation } from "./world.js";
 import type { SqlDatabase } from "../../sandboxes/database.js";
 
@@ -119,6 +119,14 @@ const state = stateDiff<VerifyInput, BillingState>({
   allOrNothing: true,
 });
 
+/** One item the policy requires the agent to tell, for one disputed charge. */
+export interface CommunicationItem {
+  item: string;
+  charge_id: string;
+  told: boolean;
+  evidence: boolean;
+}
+
 /**
  * The items the agent must have told the customer, each with whether it was found. Only what the agent
  * said once it had the evidence for it counts: after the account change it reports (refund, credit,
@@ -126,25 +134,27 @@ const state = stateDiff<VerifyInput, BillingState>({
  * after reading the rows (or making the verification attempt) that support it (`evidenceFor`). Without
  * that, "that is your renewal" or "I could not verify you" is a guess, worth nothing.
  */
-export function communicationItems(input: VerifyInput): Array<{ item: string; told: boolean; evidence: boolean }> {
+export function communicationItems(input: VerifyInput): CommunicationItem[] {
   const { task, session } = input;
-  const e = task.expected;
-  const kind = e.kind;
-  const c = COMMUNICATION[kind];
-  const actionKind = kind === "refund" ? "refund" : kind === "credit" ? "credit" : kind === "escalate" ? "escalation" : null;
-  let since: number | null;
-  let ref: string | null = null;
-  if (actionKind !== null) {
-    const action = [...session.actions].reverse().find((a) => a.kind === actionKind && a.charge_id === e.charge_id);
-    since = action?.step ?? null;
-    ref = action?.ref ?? null;
-  } else {
-    since = evidenceFor(kind as "explain" | "expired" | "already-refunded" | "unverified", evidenceOf(task, input.calls, session.transcript));
-    ref = e.existing_refund_ref;
-  }
-  if (since === null) return c.map((item) => ({ item, told: false, evidence: false }));
-  const checks = toldItems(kind, saidAfter(session.transcript, since), { amountCents: e.amount_cents, ref, planName: task.persona.planName });
-  return c.map((item, i) => ({ item, told: checks[i] === true, evidence: true }));
+  const evidence = evidenceOf(task, input.calls, session.transcript);
+  // Each disputed charge has its own remedy, hence its own items (its own change and reference).
+  return task.remedies.flatMap((r): CommunicationItem[] => {
+    const items = COMMUNICATION[r.kind];
+    const actionKind = r.kind === "refund" ? "refund" : r.kind === "credit" ? "credit" : r.kind === "escalate" ? "escalation" : null;
+    let since: number | null;
+    let ref: string | null;
+    if (actionKind !== null) {
+      const action = [...session.actions].reverse().find((a) => a.kind === actionKind && a.charge_id === r.charge_id);
+      since = action?.step ?? null;
+      ref = action?.ref ?? null;
+    } else {
+      since = evidenceFor(r.kind as "explain" | "expired" | "already-refunded" | "unverified", evidence);
+      ref = r.existing_refund_ref;
+    }
+    if (since === null) return items.map((item) => ({ item, charge_id: r.charge_id, told: false, evidence: false }));
+    const checks = toldItems(r.kind, saidAfter(session.transcript, since), { amountCents: r.amount_cents, ref, planName: task.persona.planName });
+    return items.map((item, i) => ({ item, charge_id: r.charge_id, told: checks[i] === true, evidence: true }));
+  });
 }
 
 const communication = defineVerifier<VerifyInput>("communication", (input) => {
@@ -153,7 +163,7 @@ const communication = defineVerifier<VerifyInput>("communication", (input) => {
   return {
     score: items.length === 0 ? 1 : told / items.length,
     passed: told === items.length,
-    details: { remedy: input.task.expected.kind, items: items as unknown as JsonValue },
+    details: { remedy: remedyList(input.task), items: items as unknown as JsonValue },
   };
 });
 
@@ -172,12 +182,15 @@ export function judgedOutcomeVerifier(judge: Verifier<VerifyInput>): Verifier<Ve
 
 /** The communication rubric of a case: one criterion per item the policy requires the agent to tell (COMMUNICATION). */
 export function communicationRubric(input: VerifyInput): Rubric {
-  const e = input.task.expected;
+  const remedies = input.task.remedies;
+  const what = remedies.map((r) => `${r.kind}${r.amount_cents > 0 ? ` of ${formatUsd(r.amount_cents)}` : ""} (charge ${r.charge_id})`).join("; ");
   return {
     name: "billing-dispute-communication",
-    version: "1",
-    instructions: `A support agent's conversation with a customer about a disputed charge. The policy's remedy in this case: ${e.kind}${e.amount_cents > 0 ? ` of ${formatUsd(e.amount_cents)}` : ""}. Judge only what the agent told the customer.`,
-    criteria: COMMUNICATION[e.kind].map((item, i) => ({ id: `item_${i + 1}`, description: `The agent tells the customer ${item}.` })),
+    version: "2",
+    instructions: `A support agent's conversation with a customer about a disputed charge. The policy's remedy in this case, per disputed charge: ${what}. Judge only what the agent told the customer.`,
+    criteria: remedies.flatMap((r, k) =>
+      COMMUNICATION[r.kind].map((item, i) => ({ id: remedies.length === 1 ? `item_${i + 1}` : `charge_${k + 1}_item_${i + 1}`, description: `The agent tells the customer ${item}${remedies.length === 1 ? "" : ` (charge ${r.charge_id})`}.` })),
+    ),
   };
 }
 

@@ -22,7 +22,7 @@ function literalSeed(task: Task): string {
   sql += insert("agents", [{ id: task.agent.id, name: task.agent.name, tier: task.agent.tier, cap_cents: capOf(task) }]);
   sql += insert("plans", task.plans.map((p) => ({ ...p })));
   sql += insert("customers", task.customers.map((c) => ({ ...c, created_at: isoDate(c.created_at) })));
-  sql += insert("subscriptions", task.subscriptions.map((s) => ({ ...s, started_at: isoDate(s.started_at), plan_changed_at: t(s.plan_changed_at), renews_at: isoDate(s.renews_at) })));
+  sql += insert("subscriptions", task.subscriptions.map((s) => ({ ...s, started_at: isoDate(s.started_at), plan_changed_at: t(s.plan_changed_at), cancelled_at: t(s.cancelled_at), renews_at: isoDate(s.renews_at) })));
   sql += insert("invoices", task.invoices.map((i) => ({ ...i, period_start: isoDate(i.period_start), period_end: isoDate(i.period_end), issued_at: isoDate(i.issued_at) })));
   sql += insert("charges", task.charges.map((c) => ({ ...c, created_at: isoDate(c.created_at) })));
   sql += insert("payments", task.payments.map((p) => ({ ...p, settled_at: isoDate(p.settled_at) })));

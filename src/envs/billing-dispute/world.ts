@@ -16,7 +16,7 @@ CREATE TABLE customers (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT 
   card_brand TEXT NOT NULL, card_last4 TEXT NOT NULL, created_at TEXT NOT NULL);
 CREATE INDEX customers_name ON customers (name);
 CREATE TABLE subscriptions (id TEXT PRIMARY KEY, customer_id TEXT NOT NULL REFERENCES customers(id), plan_id TEXT NOT NULL REFERENCES plans(id),
-  status TEXT NOT NULL, started_at TEXT NOT NULL, plan_changed_at TEXT, renews_at TEXT NOT NULL);
+  status TEXT NOT NULL, started_at TEXT NOT NULL, plan_changed_at TEXT, cancelled_at TEXT, renews_at TEXT NOT NULL);
 CREATE INDEX subscriptions_customer ON subscriptions (customer_id);
 CREATE TABLE invoices (id TEXT PRIMARY KEY, customer_id TEXT NOT NULL REFERENCES customers(id), subscription_id TEXT NOT NULL,
   period_start TEXT NOT NULL, period_end TEXT NOT NULL, total_cents INTEGER NOT NULL, status TEXT NOT NULL, issued_at TEXT NOT NULL);
@@ -114,8 +114,8 @@ function seedTables(task: Task): Array<{ table: string; columns: readonly string
     },
     {
       table: "subscriptions",
-      columns: ["id", "customer_id", "plan_id", "status", "started_at", "plan_changed_at", "renews_at"],
-      rows: task.subscriptions.map((s) => [s.id, s.customer_id, s.plan_id, s.status, iso(s.started_at), t(s.plan_changed_at), iso(s.renews_at)]),
+      columns: ["id", "customer_id", "plan_id", "status", "started_at", "plan_changed_at", "cancelled_at", "renews_at"],
+      rows: task.subscriptions.map((s) => [s.id, s.customer_id, s.plan_id, s.status, iso(s.started_at), t(s.plan_changed_at), t(s.cancelled_at), iso(s.renews_at)]),
     },
     {
       table: "invoices",
