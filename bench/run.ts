@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: framework overhead per tool call, sandbox snapshot+restore cost, PRNG throughput,
- * environment latency, rollout throughput, trajectory-store insert rate, export rates, and the service
- * (step rates over HTTP and WebSocket against a bare echo server; memory of 10,000 live sessions),
- * distributed rollouts (1 vs 2 `llmix worker` processes on a Redis queue), and the time the hacking
- * analysis adds to `llmix check --all`.
+ * environment latency, the web sandbox and web-shop (bench/web.ts), rollout throughput, trajectory-store
+ * insert rate, export rates, and the service (step rates over HTTP and WebSocket against a bare echo
+ * server; memory of 10,000 live sessions), distributed rollouts (1 vs 2 `llmix worker` processes on a
+ * Redis queue), and the time the hacking analysis adds to `llmix check --all`.
  * Each group has a baseline measured in the same run; results are medians and ratios to the baseline,
  * written to bench/out/ (untracked). `npm run bench -- --record` writes them to the tracked
  * bench/results.json and bench/RESULTS.md instead: the figures the docs quote, updated on purpose only.
@@ -26,6 +26,7 @@ import { rolloutRates, WARM_UP_EPISODES, type RolloutRate } from "./rollout.js";
 import { checkTime, type CheckTime } from "./check-time.js";
 import { rebuildCost, serviceRates, sessionMemory, type RebuildCost, type SessionMemory, type TransportRate } from "./service.js";
 import { storeInsertRate, type StoreInsertRate } from "./store.js";
+import { webBench, webLines, webMarkdown, type WebBench } from "./web.js";
 import inventoryRestock from "../examples/inventory-restock.js";
 import { builtinRegistry } from "../src/envs/index.js";
 import { TaskSampler } from "../src/tasks/sampler.js";
@@ -242,6 +243,11 @@ console.log(`  sandbox run        p50 ${code.sandbox_run.p50_ms} ms  p99 ${code.
 console.log(`  run_tests step     p50 ${code.run_tests_step.p50_ms} ms  p99 ${code.run_tests_step.p99_ms} ms  x${codeRatio(code.run_tests_step.p50_ms)}`);
 console.log(`  infinite loop      p50 ${code.infinite_loop_step.p50_ms} ms  p99 ${code.infinite_loop_step.p99_ms} ms  x${codeRatio(code.infinite_loop_step.p50_ms)}`);
 
+// ---- the web sandbox and the web-shop environment (issue 19) -----------------------------------------
+console.log("");
+const web: WebBench = await webBench();
+for (const line of webLines(web)) console.log(line);
+
 const { rollouts, twoProcesses, store, exports } = await pipeline();
 
 // ---- distributed rollouts: llmix worker processes on a Redis queue ----------------------------------
@@ -283,7 +289,7 @@ console.log(`  ${checklist.envs} environments: ${checklist.with_hacking_s} s wit
 const recordResults = process.argv.includes("--record");
 const outDir = new URL(recordResults ? "./" : "./out/", import.meta.url);
 mkdirSync(outDir, { recursive: true });
-writeFileSync(new URL("./results.json", outDir), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, rollouts, rollout_two_processes_ratio: twoProcesses, queue, store, exports, service: transports, rebuild, session_memory: memory, fleet }, null, 2)}\n`);
+writeFileSync(new URL("./results.json", outDir), `${JSON.stringify({ meta, checklist, groups, environments: latencies, code_runner: code, web, rollouts, rollout_two_processes_ratio: twoProcesses, queue, store, exports, service: transports, rebuild, session_memory: memory, fleet }, null, 2)}\n`);
 const md = [
   "# Benchmark results",
   "",
@@ -315,6 +321,7 @@ const md = [
   `| baseline: bare QuickJS sandbox run | ${code.sandbox_run.p50_ms} ms | ${code.sandbox_run.p99_ms} ms | 1 |`,
   `| run_tests step (env.step) | ${code.run_tests_step.p50_ms} ms | ${code.run_tests_step.p99_ms} ms | ${codeRatio(code.run_tests_step.p50_ms)} |`,
   `| run_tests with one function looping forever | ${code.infinite_loop_step.p50_ms} ms | ${code.infinite_loop_step.p99_ms} ms | ${codeRatio(code.infinite_loop_step.p50_ms)} |`,
+  ...webMarkdown(web),
   "",
   "## Rollout throughput (billing-dispute, oracle; ratio of steady-state rate to --workers 1)",
   "",

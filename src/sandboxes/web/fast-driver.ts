@@ -35,6 +35,8 @@ type HdElement = {
 type HdDocument = MiniDocument & { querySelector(selector: string): HdElement | null };
 
 // happy-dom takes ~0.7 s to import: loaded when the first page opens, not by every `import "llmix-rl"`.
+// Each driver has its own window, closed with it: a window keeps every document it parsed (~19 KB each
+// once its queued tasks ran, bench/web.ts), so one window shared by a long-lived process would only grow.
 let happyDom: Promise<typeof import("happy-dom")> | null = null;
 
 export class FastDriver implements WebDriver {
