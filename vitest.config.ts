@@ -7,6 +7,8 @@ const CHAOS = "test/chaos.e2e.test.ts";
  * the chaos test, so they run one file at a time.
  */
 const QUEUE_E2E = ["test/rollout/queue.e2e.test.ts", "test/rollout/queue-resume.e2e.test.ts"];
+/** Drive Debian's Chromium (several processes of its own): one file at a time, after the rest, so they neither starve nor are starved. */
+const BROWSER = ["src/sandboxes/web/browser-driver.test.ts", "src/envs/web-shop/faithfulness.test.ts"];
 
 export default defineConfig({
   resolve: {
@@ -22,11 +24,12 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
-      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, ...QUEUE_E2E, "**/node_modules/**"] } },
+      { extends: true, test: { name: "main", include: ["src/**/*.test.ts", "test/**/*.test.ts"], exclude: [CHAOS, ...QUEUE_E2E, ...BROWSER, "**/node_modules/**"] } },
       // The chaos test measures the service's latency under attack, and the queue tests kill workers and
       // enqueuers at moments set by a run's progress: each runs alone, after everything else.
       { extends: true, test: { name: "chaos", include: [CHAOS], sequence: { groupOrder: 1 } } },
       { extends: true, test: { name: "queue-e2e", include: QUEUE_E2E, fileParallelism: false, sequence: { groupOrder: 2 } } },
+      { extends: true, test: { name: "browser", include: BROWSER, fileParallelism: false, sequence: { groupOrder: 3 } } },
     ],
   },
 });
