@@ -33,7 +33,7 @@ const tasks: TaskGenerator<Task> = {
 };
 
 class WebDemo extends BaseEnvironment<Task, World> {
-  readonly info: EnvironmentInfo = { id: "webdemo", version: "1.0.0", description: "Order the named item.", maxSteps: 20, messages: null, components: {} };
+  readonly info: EnvironmentInfo = { id: "webdemo", version: "1.0.0", description: "Order the named item.", maxSteps: 20, messages: { kind: "final_answer" }, components: {} };
   readonly tasks = tasks;
   protected createWorld(episode: Omit<Episode<Task, never>, "world">): World {
     const state: TestWorld = { items: ["apple", "banana", "cherry"], orders: [] };
@@ -47,7 +47,7 @@ class WebDemo extends BaseEnvironment<Task, World> {
   }
   protected evaluate(episode: Episode<Task, World>): VerifierResult {
     const ok = episode.world.state.orders.length === 1 && episode.world.state.orders[0]?.item === episode.task.item;
-    return { outcome: ok ? 1 : 0, verdicts: [] } as unknown as VerifierResult;
+    return { score: ok ? 1 : 0, passed: ok, details: {} };
   }
   protected snapshotWorld(world: World): JsonValue {
     return { state: world.state, web: world.web.snapshot() } as unknown as JsonValue;
@@ -87,6 +87,9 @@ describe("web tools", () => {
     expect((invalid.info.tool_result as { status: string }).status).toBe("invalid");
     const done = await env.step(call("click", { id: idIn(obs, /button "Place order"/) }));
     expect(done.observation.rendered).toContain("Placed order 1");
+    const end = await env.step({ type: "message", content: "Ordered." });
+    expect(end.terminated).toBe(true);
+    expect((end.info.verdict as { score: number }).score).toBe(1);
 
     const copy = new WebDemo();
     envs.push(copy);

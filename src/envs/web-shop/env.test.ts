@@ -9,6 +9,8 @@ import type { Action } from "../../core/contract.js";
 import { runPolicy } from "../../core/run-policy.js";
 import { scenarioStats } from "../../tasks/features.js";
 import { sampleTaskIds, splitOf } from "../../tasks/splits.js";
+import { shopApp } from "./app.js";
+import { seedDatabase } from "./world.js";
 import { WebShop, pagePolicy, referencePlan, searchingPlan, type Intent } from "./env.js";
 import { DIFFICULTIES, FAMILIES, generateWebShopTask, scenarioOf, VARIANTS, webShopTasks, type Task, type Variant } from "./tasks.js";
 
@@ -136,6 +138,28 @@ describe("web-shop", () => {
     expect((await call("goto", { url: "/search?q=%25%25%25_&max_price=abc&page=-5&sort=zzz" })).observation.rendered).toContain("results");
     const home = await call("goto", { url: "/" });
     expect(home.observation.rendered).toContain('heading "Trailhead Outfitters"');
+  });
+
+  it("bounds what a hostile shopper can grow: the cart, quantities, queries and pages", () => {
+    const task = generateWebShopTask("web-shop/hard/seed-9");
+    const db = seedDatabase(task);
+    try {
+      const app = shopApp(db, task);
+      const post = (url: string, form: [string, string][]) => app.handle({ method: "POST", url, form });
+      const inStock = task.products.filter((p) => p.stock >= 1 && p.id !== (task.errand.family === "buy" ? task.errand.first_choice : ""));
+      let last = post("/cart/add", []);
+      for (const p of inStock.slice(0, 30)) last = post("/cart/add", [["product", p.id], ["qty", "1"]]);
+      expect(db.all("SELECT id FROM cart_items").length).toBe(20);
+      expect(last).toEqual({ kind: "redirect", location: "/cart?notice=cart-full" });
+      expect(post("/cart/add", [["product", inStock[0]!.id], ["qty", "1e9"]])).toMatchObject({ location: expect.stringContaining("bad-quantity") });
+      expect(post("/cart/add", [["product", inStock[0]!.id], ["qty", "-3"]])).toMatchObject({ location: expect.stringContaining("bad-quantity") });
+      const page = app.handle({ method: "GET", url: `/search?q=${"%25_ ".repeat(500)}&page=99999999&max_price=1e308`, form: [] });
+      expect(page).toMatchObject({ kind: "page", status: 200 });
+      expect(post("/returns", [["item", "1 OR 1=1"], ["reason", "Wrong size"], ["kind", "refund"]])).toEqual({ kind: "redirect", location: "/orders?notice=return-closed" });
+      expect(db.all("SELECT id FROM returns")).toEqual([]);
+    } finally {
+      db.close();
+    }
   });
 
   it("draws the scenario first: features match the content, medium and hard hold out whole combinations", () => {

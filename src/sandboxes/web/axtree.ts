@@ -10,6 +10,10 @@ export interface AxElement {
   role: AxRole;
   name: string;
   disabled: boolean;
+  /** Checkboxes and radio buttons: whether it is checked. */
+  checked?: boolean;
+  /** Comboboxes: the options' texts, in order. */
+  options?: string[];
 }
 
 export type AxRole = "link" | "button" | "textbox" | "checkbox" | "radio" | "combobox" | "heading" | "img" | "generic";
@@ -119,7 +123,10 @@ export function renderAxTree(root: DomNode | null): AxTree {
       flush();
       const name = nameOf(node, role);
       const disabled = node.attrs?.disabled !== undefined;
-      elements.set(node.bid ?? "", { role, name, disabled });
+      const element: AxElement = { role, name, disabled };
+      if (role === "checkbox" || role === "radio") element.checked = node.checked === true;
+      if (role === "combobox") element.options = optionsOf(node).map((o) => squash(textOf(o)));
+      elements.set(node.bid ?? "", element);
       lines.push(`[${node.bid}] ${describe(node, role, name)}${disabled ? " disabled" : ""}`);
       return;
     }
@@ -134,6 +141,10 @@ export function renderAxTree(root: DomNode | null): AxTree {
   return { lines, elements };
 }
 
+function optionsOf(select: DomNode): DomNode[] {
+  return (select.children ?? []).filter((c) => c.tag === "option");
+}
+
 function describe(node: DomNode, role: AxRole, name: string): string {
   switch (role) {
     case "heading":
@@ -146,7 +157,7 @@ function describe(node: DomNode, role: AxRole, name: string): string {
     case "radio":
       return `${role} ${q(name)}${node.checked ? " checked" : ""}`;
     case "combobox": {
-      const options = (node.children ?? []).filter((c) => c.tag === "option");
+      const options = optionsOf(node);
       const chosen = options.find((o) => o.selected);
       return `combobox ${q(name)} value=${q(chosen ? squash(textOf(chosen)) : "")} options=[${options.map((o) => q(squash(textOf(o)))).join(", ")}]`;
     }

@@ -126,7 +126,7 @@ export class WebSession {
         this.state = { ...this.state, focus: action.id };
         const page = await this.afterGesture(true, before);
         if (page.loads === before && (el.role === "checkbox" || el.role === "radio")) {
-          const checked = this.checkedOf(action.id);
+          const checked = this.tree?.elements.get(action.id)?.checked === true;
           this.state = { ...this.state, edits: [...this.state.edits, { bid: action.id, checked }] };
         }
         break;
@@ -141,7 +141,7 @@ export class WebSession {
       case "select": {
         const el = this.interactable(action.id);
         if (el.role !== "combobox") throw new SandboxError("not_interactable", `element ${action.id} is a ${el.role}, not a drop-down: select chooses an option of a combobox`);
-        const options = this.optionsOf(action.id);
+        const options = el.options ?? [];
         if (!options.includes(action.option)) throw new SandboxError("not_interactable", `element ${action.id} has no option ${JSON.stringify(action.option)}; its options: ${options.map((o) => JSON.stringify(o)).join(", ")}`);
         await this.record({ bid: action.id, option: action.option });
         break;
@@ -228,17 +228,6 @@ export class WebSession {
     if (el === undefined) throw new SandboxError("stale_element", `element ${id} is not a control on this page (ids change when the page changes: read the page again)`);
     if (el.disabled) throw new SandboxError("not_interactable", `element ${id} (${el.role} ${JSON.stringify(el.name)}) is disabled`);
     return el;
-  }
-
-  private checkedOf(id: string): boolean {
-    const line = this.lines().find((l) => l.startsWith(`[${id}] `));
-    return line !== undefined && / checked( disabled)?$/.test(line);
-  }
-
-  private optionsOf(id: string): string[] {
-    const line = this.lines().find((l) => l.startsWith(`[${id}] combobox `)) ?? "";
-    const list = /options=(\[.*\])$/.exec(line)?.[1];
-    return list ? (JSON.parse(list) as string[]) : [];
   }
 
   private render(): WebView {
