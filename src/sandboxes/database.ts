@@ -1766,3 +1766,27 @@ export function formatUtc(ms: number, layout: UtcLayout): string | null {
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
+
+/**
+ * An environment's empty database, built once per thread from its DDL: `bytes()` to start every episode's
+ * database from (`SqlDatabase.fromBytes`, no DDL run per episode), `schema()` for restores to check
+ * against (`RestoreChecks.schema`). `pageSize` small keeps snapshots small: every table costs a page.
+ */
+export function databaseTemplate(ddl: string, pageSize = 512): { bytes(): Buffer; schema(): DatabaseSchema } {
+  let bytes: Buffer | null = null;
+  let schema: DatabaseSchema | null = null;
+  const built = (): Buffer => {
+    if (bytes === null) {
+      const db = new SqlDatabase();
+      try {
+        db.exec(`PRAGMA page_size = ${pageSize};\n${ddl}`);
+        bytes = db.serialize();
+        schema = db.readSchema();
+      } finally {
+        db.close();
+      }
+    }
+    return bytes;
+  };
+  return { bytes: built, schema: () => (built(), schema as DatabaseSchema) };
+}

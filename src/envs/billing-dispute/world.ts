@@ -3,7 +3,7 @@
  * plus the conversation state (verification, the customer's state machine, actions taken, violations).
  */
 import type { JsonValue } from "../../core/json.js";
-import { formatUtc, SqlDatabase, type DatabaseSchema } from "../../sandboxes/database.js";
+import { databaseTemplate, formatUtc, SqlDatabase, type DatabaseSchema } from "../../sandboxes/database.js";
 import type { Task } from "./tasks.js";
 import type { CustomerState } from "./customer.js";
 import { RULES } from "./policy.js";
@@ -197,34 +197,12 @@ export function capOf(task: Task): number {
  */
 export const MAX_DATABASE_BYTES = 4 * 1024 * 1024;
 
-/** The empty schema, serialized once: every database starts from these bytes. */
-let schemaBytes: Buffer | null = null;
-function emptySchema(): Buffer {
-  if (schemaBytes === null) {
-    const db = new SqlDatabase();
-    try {
-      // Small pages keep snapshots small: a table or index costs one page even when nearly empty.
-      db.exec(`PRAGMA page_size = 512;\n${SCHEMA}`);
-      schemaBytes = db.serialize();
-    } finally {
-      db.close();
-    }
-  }
-  return schemaBytes;
-}
+/** The empty billing database, built once: every database starts from its bytes, restores check its schema. */
+const TEMPLATE = databaseTemplate(SCHEMA);
 
-let expectedSchema: DatabaseSchema | null = null;
-/** What every billing database looks like (file format and schema objects), read once from the empty schema. */
+/** What every billing database looks like (file format and schema objects). */
 export function databaseSchema(): DatabaseSchema {
-  if (expectedSchema === null) {
-    const db = SqlDatabase.fromBytes(emptySchema());
-    try {
-      expectedSchema = db.readSchema();
-    } finally {
-      db.close();
-    }
-  }
-  return expectedSchema;
+  return TEMPLATE.schema();
 }
 
 /**
@@ -269,7 +247,7 @@ function seededDatabase(task: Task, key: string | undefined): SqlDatabase {
   const options = databaseOptions(task);
   const cached = key === undefined ? undefined : SEED_CACHE.get(key);
   if (cached !== undefined) return SqlDatabase.fromBytes(cached, options);
-  const db = SqlDatabase.fromBytes(emptySchema(), options);
+  const db = SqlDatabase.fromBytes(TEMPLATE.bytes(), options);
   db.exec(`BEGIN;\n${seedRows(task)}COMMIT;`);
   if (key !== undefined) {
     if (SEED_CACHE.size >= SEED_CACHE_SIZE) SEED_CACHE.delete(SEED_CACHE.keys().next().value as string);

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { ValidationError } from "../../core/errors.js";
-import { SqlDatabase, sqliteSnapshotSchema, type DatabaseSchema } from "../../sandboxes/database.js";
+import { databaseTemplate, SqlDatabase, sqliteSnapshotSchema } from "../../sandboxes/database.js";
 import { BrowserDriver } from "../../sandboxes/web/browser-driver.js";
 import { lazyDriver } from "../../sandboxes/web/driver.js";
 import { FastDriver } from "../../sandboxes/web/fast-driver.js";
@@ -45,24 +45,12 @@ export interface World {
 /** Which driver renders the store: fast (happy-dom, the default) or browser (Chromium). */
 export type WebDriverKind = "fast" | "browser";
 
-let schema: DatabaseSchema | null = null;
-function databaseSchema(): DatabaseSchema {
-  if (schema === null) {
-    const db = new SqlDatabase();
-    try {
-      db.exec(`PRAGMA page_size = 1024;\n${SCHEMA}`);
-      schema = db.readSchema();
-    } finally {
-      db.close();
-    }
-  }
-  return schema;
-}
+/** The empty store database, built once: every episode's starts from its bytes, restores check its schema. */
+const TEMPLATE = databaseTemplate(SCHEMA, 1024);
 
 /** A fresh store database seeded from the task. */
 export function seedDatabase(task: Task): SqlDatabase {
-  const db = new SqlDatabase({ maxBytes: MAX_DATABASE_BYTES });
-  db.exec(`PRAGMA page_size = 1024;\n${SCHEMA}`);
+  const db = SqlDatabase.fromBytes(TEMPLATE.bytes(), { maxBytes: MAX_DATABASE_BYTES });
   db.transaction(() => {
     task.products.forEach((p, i) => {
       db.run(
@@ -109,7 +97,7 @@ export function worldSchema(): z.ZodType {
 /** Restore a database from a snapshot, refusing one that is not the store's schema. */
 export function restoreDatabase(snapshot: unknown): SqlDatabase {
   try {
-    return SqlDatabase.fromSnapshot(snapshot as never, { maxBytes: MAX_DATABASE_BYTES, schema: databaseSchema(), strictTypes: true });
+    return SqlDatabase.fromSnapshot(snapshot as never, { maxBytes: MAX_DATABASE_BYTES, schema: TEMPLATE.schema(), strictTypes: true });
   } catch (error) {
     if (error instanceof ValidationError) throw error;
     throw new ValidationError("invalid_snapshot", `web-shop database: ${error instanceof Error ? error.message : String(error)}`);
