@@ -93,6 +93,35 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX runs_by_created ON runs (created_at);
     `,
   },
+  {
+    version: 4,
+    description: "data boundaries: run tenants, episode finish times (for retention) and the append-only audit log",
+    up: `
+      ALTER TABLE runs ADD COLUMN tenant TEXT;
+      UPDATE runs SET tenant = json_extract(record, '$.tenant');
+      CREATE INDEX runs_by_tenant ON runs (tenant, created_at);
+      ALTER TABLE episodes ADD COLUMN finished_at TEXT;
+      UPDATE episodes SET finished_at = json_extract(record, '$.finished_at');
+      CREATE INDEX episodes_by_finished ON episodes (finished_at);
+
+      CREATE TABLE audit (
+        seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          TEXT NOT NULL,
+        token       TEXT NOT NULL,
+        token_id    TEXT,
+        tenant      TEXT,
+        action      TEXT NOT NULL,
+        target_kind TEXT NOT NULL,
+        target_id   TEXT NOT NULL,
+        via         TEXT NOT NULL,
+        detail      TEXT NOT NULL
+      );
+      CREATE INDEX audit_by_at ON audit (at);
+      -- Append-only: no statement of this code or any other may rewrite or remove what was recorded.
+      CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+      CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -95,6 +95,39 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       END $$;
     `,
   },
+  {
+    version: 2,
+    description: "data boundaries: run tenants, episode finish times (for retention) and the append-only audit log",
+    up: `
+      ALTER TABLE runs ADD COLUMN tenant text COLLATE "C";
+      UPDATE runs SET tenant = (record::json ->> 'tenant');
+      CREATE INDEX runs_by_tenant ON runs (tenant, created_at);
+      ALTER TABLE episodes ADD COLUMN finished_at text COLLATE "C";
+      UPDATE episodes SET finished_at = (record::json ->> 'finished_at');
+      CREATE INDEX episodes_by_finished ON episodes (finished_at);
+
+      CREATE TABLE audit (
+        seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at          text COLLATE "C" NOT NULL,
+        token       text NOT NULL,
+        token_id    text,
+        tenant      text,
+        action      text NOT NULL,
+        target_kind text NOT NULL,
+        target_id   text NOT NULL,
+        via         text NOT NULL,
+        detail      text NOT NULL
+      );
+      CREATE INDEX audit_by_at ON audit (at);
+      -- Append-only: no statement may rewrite or remove what was recorded (TRUNCATE included).
+      CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'the audit log is append-only';
+      END $$;
+      CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
+      CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only();
+    `,
+  },
 ];
 
 /** The schema version this code writes. */

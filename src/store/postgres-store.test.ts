@@ -235,7 +235,7 @@ describe("PostgreSQL schemas", () => {
       await reader.close();
     }
     const tables = await admin.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", [schema]);
-    expect(tables.rows.map((r) => r.tablename)).toEqual(["episodes", "runs", "schema_version", "steps"]);
+    expect(tables.rows.map((r) => r.tablename)).toEqual(["audit", "episodes", "runs", "schema_version", "steps"]);
     // a SQLite path still opens SQLite
     const dir = mkdtempSync(join(tmpdir(), "llmix-open-"));
     try {

@@ -25,11 +25,13 @@ import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS } from "./liveness.js
 import { parsePostgresUrl, type PostgresLocation } from "./postgres-location.js";
 import { migratePostgres, quoteIdent } from "./postgres-migrations.js";
 import {
-  batchError, checkFinishStatus, checkId, checkListRunsOptions, checkQuery, checkRun, checkRunIds, messageOf, nonNegativeInteger, ownerOption,
-  positiveInteger, prepareAdvantages, prepareHeads, runRecordText, stepRecord, toEpisode, toRun, type CleanQuery, type EpisodeRow,
+  batchError, checkAuditQuery, checkFinishStatus, checkId, checkListRunsOptions, checkPurgeCriteria, checkQuery, checkRun, checkRunIds, messageOf, nonNegativeInteger, ownerOption,
+  positiveInteger, prepareAdvantages, prepareAuditEvents, prepareHeads, runRecordText, stepRecord, toEpisode, toRun, type CleanQuery, type EpisodeRow,
   type PreparedHead, type RunRow,
 } from "./records.js";
-import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
+import type {
+  Advantages, AuditEvent, AuditQuery, EpisodeQuery, EpisodeRecord, PurgeCriteria, PurgeResult, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore,
+} from "./types.js";
 
 /** Tuning knobs of a PostgreSQL store; the defaults suit a rollout runner. */
 export interface PostgresStoreOptions {
@@ -96,7 +98,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   private closing: Promise<void> | undefined;
   private opened: Promise<void> | undefined;
   /** Table names qualified by the schema: nothing depends on the connection's search_path. */
-  private readonly t: { runs: string; episodes: string; steps: string };
+  private readonly t: { runs: string; episodes: string; steps: string; audit: string };
 
   /** Validate the options and make the (lazy) connection pool; `openPostgresStore` also connects and migrates. */
   constructor(url: string, options: PostgresStoreOptions = {}) {
@@ -111,7 +113,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
     this.now = options.now ?? Date.now;
     this.create = options.create ?? true;
     const q = quoteIdent(this.schema);
-    this.t = { runs: `${q}.runs`, episodes: `${q}.episodes`, steps: `${q}.steps` };
+    this.t = { runs: `${q}.runs`, episodes: `${q}.episodes`, steps: `${q}.steps`, audit: `${q}.audit` };
     this.pool = new pg.Pool({
       connectionString: location.connectionString,
       max: poolSize,
@@ -165,9 +167,9 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
     // (an insert that may have committed would otherwise come back as "already exists").
     await this.transaction(`cannot create run ${run.run_id}`, async (client) => {
       const result = await client.query(
-        `INSERT INTO ${this.t.runs} (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id) DO NOTHING`,
-        [run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), record],
+        `INSERT INTO ${this.t.runs} (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, tenant, record)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (run_id) DO NOTHING`,
+        [run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), run.tenant ?? null, record],
       );
       if (result.rowCount === 0) throw new ValidationError("invalid_argument", `run ${run.run_id} already exists`, { run_id: run.run_id });
     });
@@ -231,11 +233,15 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   }
 
   /** Runs, newest (by created_at) first, each with its status read as getRun reads it. */
-  async listRuns(options: { limit?: number } = {}): Promise<RunRecord[]> {
+  async listRuns(options: { limit?: number; tenant?: string | null } = {}): Promise<RunRecord[]> {
     this.handle();
-    const limit = checkListRunsOptions(options);
+    const { limit, tenant } = checkListRunsOptions(options);
     // seq breaks ties between runs created in the same millisecond: the later insert is newer.
-    const rows = (await this.query<RunRow>("cannot list runs", `SELECT ${RUN_COLUMNS} FROM ${this.t.runs} ORDER BY created_at DESC, seq DESC LIMIT $1`, [limit])).rows;
+    const rows = (
+      tenant === undefined
+        ? await this.query<RunRow>("cannot list runs", `SELECT ${RUN_COLUMNS} FROM ${this.t.runs} ORDER BY created_at DESC, seq DESC LIMIT $1`, [limit])
+        : await this.query<RunRow>("cannot list runs", `SELECT ${RUN_COLUMNS} FROM ${this.t.runs} WHERE tenant IS NOT DISTINCT FROM $2 ORDER BY created_at DESC, seq DESC LIMIT $1`, [limit, tenant])
+    ).rows;
     return this.decode("corrupt run record", () => rows.map((row) => toRun(row, this.statusOf(row))));
   }
 
@@ -301,12 +307,12 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
       // DO NOTHING rather than an error: a conflicting row (stored, or being stored by another writer,
       // whose commit this waits for) is simply not returned, and the call then fails naming it. unnest()
       // yields the rows in array order, so they go in in id order.
-      const columns: unknown[][] = Array.from({ length: 11 }, () => []);
+      const columns: unknown[][] = Array.from({ length: 12 }, () => []);
       for (const e of chunk) episodeValues(e).forEach((value, i) => (columns[i] as unknown[]).push(value));
       const result = await client.query<{ episode_id: string }>({
         name: "llmix_insert_episodes",
-        text: `INSERT INTO ${this.t.episodes} (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record)
-               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::float8[], $9::boolean[], $10::text[], $11::text[])
+        text: `INSERT INTO ${this.t.episodes} (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record, finished_at)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::float8[], $9::boolean[], $10::text[], $11::text[], $12::text[])
                ON CONFLICT (episode_id) DO NOTHING RETURNING episode_id`,
         values: columns,
       });
@@ -350,7 +356,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   async episodes(query: EpisodeQuery = {}): Promise<EpisodeRecord[]> {
     this.handle();
     const q = checkQuery(query);
-    const { where, params } = whereOf(q);
+    const { where, params } = whereOf(q, this.t.runs);
     const n = params.length;
     const rows = (
       await this.query<EpisodeRow>(
@@ -370,7 +376,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   async *streamEpisodes(query: EpisodeQuery = {}): AsyncGenerator<StoredEpisode> {
     this.handle();
     const q = checkQuery(query);
-    const { where, params } = whereOf(q);
+    const { where, params } = whereOf(q, this.t.runs);
     const n = params.length;
     // Columns fixed by an equality filter are left out of the key: the rest then matches the suffix
     // of an index, so the next page is one range seek.
@@ -410,7 +416,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   async countEpisodes(query: EpisodeQuery = {}): Promise<number> {
     this.handle();
     const q = checkQuery(query);
-    const { where, params } = whereOf(q);
+    const { where, params } = whereOf(q, this.t.runs);
     const rows = (await this.query<{ n: number }>("cannot count episodes", `SELECT count(*) AS n FROM ${this.t.episodes} ${where}`, params)).rows;
     return rows[0]?.n ?? 0;
   }
@@ -431,6 +437,89 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
       await this.query<{ record: string }>(`cannot read the steps of episode ${episodeId}`, `SELECT record FROM ${this.t.steps} WHERE episode_id = $1 ORDER BY step`, [episodeId])
     ).rows;
     return this.decode("corrupt step record", () => rows.map((r) => JSON.parse(r.record) as TrajectoryStepRecord));
+  }
+
+  /**
+   * Remove the episodes matching `criteria`, their steps, and the runs they leave empty (unless running),
+   * in one transaction. PostgreSQL keeps dead row versions until VACUUM reclaims them: the tables are
+   * vacuumed afterwards so the purged records leave the data files too.
+   */
+  async purge(criteria: PurgeCriteria): Promise<PurgeResult> {
+    this.handle();
+    const c = checkPurgeCriteria(criteria);
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => (params.push(value), clauses.push(clause.replace("?", `$${params.length}`)));
+    if (c.finished_before !== undefined) add("finished_at < ?", new Date(c.finished_before).toISOString());
+    if (c.env !== undefined) add("env = ?", c.env);
+    if (c.run_id !== undefined) add("run_id = ?", c.run_id);
+    if (c.tenant !== undefined) add(`run_id IN (SELECT run_id FROM ${this.t.runs} WHERE tenant IS NOT DISTINCT FROM ?)`, c.tenant);
+    if (c.episode_ids !== undefined) add("episode_id = ANY(?::text[])", [...c.episode_ids]);
+    const result = await this.transaction("cannot purge", async (client) => {
+      const victims = (
+        await client.query<{ episode_id: string; run_id: string }>(`SELECT episode_id, run_id FROM ${this.t.episodes} WHERE ${clauses.join(" AND ")} ORDER BY episode_id FOR UPDATE`, params)
+      ).rows;
+      const ids = victims.map((v) => v.episode_id);
+      const steps = Number((await client.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids])).rows[0]?.n ?? 0);
+      const candidates = new Set(victims.map((v) => v.run_id));
+      if (c.run_id !== undefined) candidates.add(c.run_id);
+      if (!c.dry_run) {
+        await client.query(`DELETE FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids]);
+        await client.query(`DELETE FROM ${this.t.episodes} WHERE episode_id = ANY($1::text[])`, [ids]);
+      }
+      const removed = new Set(ids);
+      const runs: string[] = [];
+      for (const runId of [...candidates].sort()) {
+        const row = (await client.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM ${this.t.runs} WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
+        if (!row || this.statusOf(row) === "running") continue;
+        const left = (await client.query<{ episode_id: string }>(`SELECT episode_id FROM ${this.t.episodes} WHERE run_id = $1`, [runId])).rows.filter((r) => !removed.has(r.episode_id));
+        if (left.length > 0) continue;
+        if (!c.dry_run) await client.query(`DELETE FROM ${this.t.runs} WHERE run_id = $1`, [runId]);
+        runs.push(runId);
+      }
+      return { episodes: ids, steps, runs };
+    });
+    if (!c.dry_run && result.episodes.length + result.runs.length > 0) {
+      // VACUUM cannot run inside a transaction; a failure here leaves the rows deleted, only not yet reclaimed.
+      await this.query("cannot vacuum after a purge", `VACUUM ${this.t.steps}, ${this.t.episodes}, ${this.t.runs}`).catch(() => undefined);
+    }
+    return result;
+  }
+
+  /** Append events to the audit log in one statement (the table's triggers refuse any change or removal). */
+  async appendAudit(events: readonly AuditEvent[]): Promise<void> {
+    this.handle();
+    const rows = prepareAuditEvents(events);
+    if (rows.length === 0) return;
+    const columns: unknown[][] = Array.from({ length: 9 }, () => []);
+    for (const { event: e, detail } of rows) [e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail].forEach((v, i) => (columns[i] as unknown[]).push(v));
+    await this.query(
+      "cannot append to the audit log",
+      `INSERT INTO ${this.t.audit} (at, token, token_id, tenant, action, target_kind, target_id, via, detail)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      columns,
+    );
+  }
+
+  /** Audit events matching a query, newest first. */
+  async auditLog(query?: AuditQuery): Promise<AuditEvent[]> {
+    this.handle();
+    const q = checkAuditQuery(query);
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => (params.push(value), clauses.push(`${clause} $${params.length}`));
+    for (const key of ["token", "tenant", "action", "target_id"] as const) if (q[key] !== undefined) add(`${key} =`, q[key]);
+    if (q.since !== undefined) add("at >=", new Date(q.since).toISOString());
+    if (q.until !== undefined) add("at <", new Date(q.until).toISOString());
+    params.push(q.limit);
+    const rows = (
+      await this.query<AuditEvent & { detail: string }>(
+        "cannot read the audit log",
+        `SELECT seq, at, token, token_id, tenant, action, target_kind, target_id, via, detail FROM ${this.t.audit} ${clauses.length ? `WHERE ${clauses.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT $${params.length}`,
+        params,
+      )
+    ).rows;
+    return this.decode("corrupt audit event", () => rows.map((row) => ({ ...row, seq: Number(row.seq), detail: JSON.parse(row.detail) as AuditEvent["detail"] })));
   }
 
   /** Close the connections (waiting for calls in flight to release theirs). Idempotent. */
@@ -537,7 +626,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
 
 function episodeValues(e: PreparedHead): unknown[] {
   const ep = e.episode;
-  return [ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed, e.advantages, e.record];
+  return [ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed, e.advantages, e.record, ep.finished_at];
 }
 
 /** `fn()`, with a validation error replaced by the one prepareBatch reports for the batch (the first in item order). */
@@ -707,7 +796,7 @@ function* chunks<T>(items: readonly T[], size: (item: T) => number): Generator<T
   }
 }
 
-function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
+function whereOf(q: CleanQuery, runs: string): { where: string; params: unknown[] } {
   const clauses: string[] = [];
   const params: unknown[] = [];
   const add = (clause: string, value: unknown) => {
@@ -723,6 +812,8 @@ function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
   add("passed =", q.passed);
   add("total_reward >=", q.min_reward);
   add("total_reward <=", q.max_reward);
+  add(`run_id IN (SELECT run_id FROM ${runs} WHERE tenant IS NOT DISTINCT FROM`, q.tenant);
+  if (q.tenant !== undefined) clauses[clauses.length - 1] += ")";
   return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 

@@ -9,7 +9,7 @@
  */
 import { ValidationError } from "../core/errors.js";
 import type { RunLivenessRow } from "./liveness.js";
-import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus } from "./types.js";
+import type { Advantages, AuditAction, AuditEvent, AuditQuery, EpisodeQuery, EpisodeRecord, PurgeCriteria, RunOwner, RunRecord, RunStatus } from "./types.js";
 
 /** An episode row as stores read it: the order columns, the advantages column and the record text. */
 export interface EpisodeRow {
@@ -67,7 +67,7 @@ export function runRecordText(run: RunRecord): string {
 
 // ---- validation -------------------------------------------------------------------------------------
 
-const QUERY_KEYS = new Set(["run_id", "env", "task_id", "difficulty", "status", "min_reward", "max_reward", "passed", "limit", "offset"]);
+const QUERY_KEYS = new Set(["run_id", "env", "task_id", "difficulty", "status", "min_reward", "max_reward", "passed", "tenant", "limit", "offset"]);
 
 /** The query, validated: an unknown field, a wrong type or a NUL in a filter string is invalid_argument. */
 export function checkQuery(query: unknown): CleanQuery {
@@ -94,6 +94,9 @@ export function checkQuery(query: unknown): CleanQuery {
       case "limit":
       case "offset":
         nonNegativeInteger(value, `query.${key}`);
+        break;
+      case "tenant":
+        if (value !== null) checkTenant(value, "query.tenant");
         break;
       default:
         if (typeof value !== "string") throw badField(`query.${key} must be a string, not ${show(value)}`, key);
@@ -127,6 +130,7 @@ export function checkRun(run: unknown): asserts run is RunRecord {
   }
   for (const key of ["env", "created_at", "finished_at"] as const) if (typeof run[key] === "string") checkNoNul(run[key], `run.${key}`);
   if (run.owner !== undefined && run.owner !== null) checkOwner(run.owner, "run.owner");
+  if (run.tenant !== undefined && run.tenant !== null) checkTenant(run.tenant, "run.tenant");
   nonNegativeInteger(run.planned_episodes, "run.planned_episodes");
   if (!Array.isArray(run.tools)) throw new ValidationError("invalid_argument", "run.tools must be an array of tool specs");
   if (run.config === undefined) throw new ValidationError("invalid_argument", "run.config is missing (use null for none)");
@@ -401,13 +405,80 @@ export function show(value: unknown): string {
 
 // ---- arguments of the other store calls -------------------------------------------------------------
 
-/** The row limit of listRuns options (null: every run); unknown options are invalid_argument. */
-export function checkListRunsOptions(options: unknown): number | null {
+/** listRuns options: the row limit (null: every run) and the tenant filter (undefined: every tenant); unknown options are invalid_argument. */
+export function checkListRunsOptions(options: unknown): { limit: number | null; tenant: string | null | undefined } {
   if (!isPlainObject(options)) throw new ValidationError("invalid_argument", "listRuns options must be an object");
   for (const key of Object.keys(options)) {
-    if (key !== "limit") throw new ValidationError("invalid_argument", `unknown listRuns option ${JSON.stringify(key)}`, { option: key });
+    if (key !== "limit" && key !== "tenant") throw new ValidationError("invalid_argument", `unknown listRuns option ${JSON.stringify(key)}`, { option: key });
   }
-  return options.limit === undefined ? null : nonNegativeInteger(options.limit, "limit");
+  if (options.tenant !== undefined && options.tenant !== null) checkTenant(options.tenant, "tenant");
+  return { limit: options.limit === undefined ? null : nonNegativeInteger(options.limit, "limit"), tenant: options.tenant as string | null | undefined };
+}
+
+/** A tenant name: 1-64 characters of letters, digits, ".", "_" and "-" (it lands in columns, logs and URLs). */
+export function checkTenant(value: unknown, name: string): asserts value is string {
+  if (typeof value !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value)) {
+    throw new ValidationError("invalid_argument", `${name} must be a tenant name (1-64 letters, digits, ".", "_" or "-", starting with a letter or digit), not ${show(value)}`);
+  }
+}
+
+const PURGE_KEYS = new Set(["finished_before", "tenant", "env", "run_id", "episode_ids", "dry_run"]);
+
+/** Purge criteria, validated: at least one filter, so a purge never removes everything by omission. */
+export function checkPurgeCriteria(criteria: unknown): PurgeCriteria {
+  if (!isPlainObject(criteria)) throw new ValidationError("invalid_argument", "purge criteria must be an object");
+  for (const key of Object.keys(criteria)) {
+    if (!PURGE_KEYS.has(key)) throw new ValidationError("invalid_argument", `unknown purge criterion ${JSON.stringify(key)} (known: ${[...PURGE_KEYS].join(", ")})`);
+  }
+  const c = criteria as PurgeCriteria;
+  if (c.finished_before !== undefined && (typeof c.finished_before !== "string" || Number.isNaN(Date.parse(c.finished_before)))) {
+    throw new ValidationError("invalid_argument", `purge.finished_before must be an ISO time, not ${show(c.finished_before)}`);
+  }
+  if (c.tenant !== undefined && c.tenant !== null) checkTenant(c.tenant, "purge.tenant");
+  if (c.env !== undefined) checkId(c.env, "purge.env");
+  if (c.run_id !== undefined) checkId(c.run_id, "purge.run_id");
+  if (c.episode_ids !== undefined) {
+    if (!Array.isArray(c.episode_ids)) throw new ValidationError("invalid_argument", "purge.episode_ids must be an array of episode ids");
+    c.episode_ids.forEach((id, i) => checkId(id, `purge.episode_ids[${i}]`));
+  }
+  if (c.dry_run !== undefined && typeof c.dry_run !== "boolean") throw new ValidationError("invalid_argument", "purge.dry_run must be a boolean");
+  if (c.finished_before === undefined && c.tenant === undefined && c.env === undefined && c.run_id === undefined && c.episode_ids === undefined) {
+    throw new ValidationError("invalid_argument", "a purge needs at least one of finished_before, tenant, env, run_id or episode_ids");
+  }
+  return c;
+}
+
+export const AUDIT_ACTIONS: readonly AuditAction[] = ["create", "read", "export", "replay", "delete", "purge", "denied"];
+
+/** Audit events, validated, each with its detail as JSON text. */
+export function prepareAuditEvents(events: unknown): Array<{ event: AuditEvent; detail: string }> {
+  if (!Array.isArray(events)) throw new ValidationError("invalid_argument", "appendAudit takes an array of audit events");
+  return events.map((e: unknown, i) => {
+    const where = `events[${i}]`;
+    if (!isPlainObject(e)) throw new ValidationError("invalid_argument", `${where} must be an object`);
+    for (const key of ["at", "token", "target_kind", "target_id", "via"] as const) checkId(e[key], `${where}.${key}`);
+    if (e.token_id !== null) checkId(e.token_id, `${where}.token_id`);
+    if (e.tenant !== null) checkTenant(e.tenant, `${where}.tenant`);
+    if (!AUDIT_ACTIONS.includes(e.action as AuditAction)) throw new ValidationError("invalid_argument", `${where}.action must be one of ${AUDIT_ACTIONS.join(", ")}, not ${show(e.action)}`);
+    return { event: e as unknown as AuditEvent, detail: serialise(e.detail ?? null, `${where}.detail`) };
+  });
+}
+
+const AUDIT_QUERY_KEYS = new Set(["token", "tenant", "action", "target_id", "since", "until", "limit"]);
+
+/** An audit query, validated (limit defaults to 100). */
+export function checkAuditQuery(query: unknown): AuditQuery & { limit: number } {
+  if (query === undefined) return { limit: 100 };
+  if (!isPlainObject(query)) throw new ValidationError("invalid_argument", "an audit query must be an object");
+  for (const [key, value] of Object.entries(query)) {
+    if (!AUDIT_QUERY_KEYS.has(key)) throw new ValidationError("invalid_argument", `unknown audit query field ${JSON.stringify(key)} (known: ${[...AUDIT_QUERY_KEYS].join(", ")})`);
+    if (value === undefined || key === "limit") continue;
+    if (key === "action" && !AUDIT_ACTIONS.includes(value as AuditAction)) throw new ValidationError("invalid_argument", `audit action must be one of ${AUDIT_ACTIONS.join(", ")}, not ${show(value)}`);
+    if ((key === "since" || key === "until") && (typeof value !== "string" || Number.isNaN(Date.parse(value)))) throw new ValidationError("invalid_argument", `audit ${key} must be an ISO time, not ${show(value)}`);
+    checkId(value, `audit query ${key}`);
+  }
+  const limit = query.limit === undefined ? 100 : positiveInteger(query.limit, "audit query limit");
+  return { ...(query as AuditQuery), limit };
 }
 
 /** The status finishRun takes: a run is left finished, failed or interrupted. */

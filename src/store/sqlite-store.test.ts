@@ -272,3 +272,59 @@ for (let batch = 0; ; batch++) {
     }
   });
 });
+
+describe("SQLite data boundaries", () => {
+  it("a purge leaves none of the purged records' bytes in the database or its WAL", async () => {
+    const path = join(dir, "purge.db");
+    const s = openStore(path);
+    const marker = "PURGE-ME-7f3a9c";
+    const victim = episode("r1", "tiny/easy/seed-1", 0);
+    victim.episode.verdict = { passed: false, score: 0, parts: {}, details: `${marker} in the verdict` };
+    for (const step of victim.steps) step.observation = { rendered: `${marker} ${"y".repeat(3000)}`, tokens: 1 };
+    try {
+      await s.createRun(run("r1", undefined, { status: "finished" }));
+      await s.writeEpisodes([victim, episode("r1", "tiny/easy/seed-2", 0)]);
+      const bytes = () => [path, `${path}-wal`].filter(existsSync).map((p) => readFileSync(p).includes(marker)).some(Boolean);
+      expect(bytes()).toBe(true);
+      const removed = await s.purge({ episode_ids: [victim.episode.episode_id] });
+      expect(removed.episodes).toEqual([victim.episode.episode_id]);
+      expect(bytes()).toBe(false);
+      expect(await s.countEpisodes()).toBe(1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("the audit log refuses UPDATE and DELETE, even from another connection", async () => {
+    const path = join(dir, "audit.db");
+    const s = openStore(path);
+    await s.appendAudit([{ at: new Date(0).toISOString(), token: "t", token_id: null, tenant: null, action: "read", target_kind: "run", target_id: "r1", via: "cli", detail: null }]);
+    await s.close();
+    const raw = new Database(path);
+    try {
+      expect(() => raw.prepare("DELETE FROM audit").run()).toThrow(/append-only/);
+      expect(() => raw.prepare("UPDATE audit SET token = 'x'").run()).toThrow(/append-only/);
+      expect(raw.prepare("SELECT count(*) FROM audit").pluck().get()).toBe(1);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("migrating a version-3 file backfills run tenants and episode finish times", async () => {
+    const path = join(dir, "v3.db");
+    const raw = new Database(path);
+    migrate(raw, MIGRATIONS.slice(0, 3));
+    const r = { ...run("old", undefined, { tenant: "acme" }) };
+    raw.prepare("INSERT INTO runs (run_id, env, status, created_at, record) VALUES (?, ?, ?, ?, ?)").run("old", "tiny", "finished", r.created_at, JSON.stringify(r));
+    const e = episode("old", "tiny/easy/seed-1", 0, { finishedAt: "2020-01-01T00:00:00.000Z" }).episode;
+    raw.prepare("INSERT INTO episodes (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)").run(e.episode_id, "old", "tiny", e.task_id, e.difficulty, 0, "ok", 0, JSON.stringify(e));
+    raw.close();
+    const s = openStore(path);
+    try {
+      expect((await s.listRuns({ tenant: "acme" })).map((x) => x.run_id)).toEqual(["old"]);
+      expect((await s.purge({ finished_before: "2021-01-01T00:00:00Z" })).episodes).toEqual([e.episode_id]);
+    } finally {
+      await s.close();
+    }
+  });
+});

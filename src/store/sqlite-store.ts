@@ -16,10 +16,12 @@ import { LlmixError, NotFoundError, ValidationError } from "../core/errors.js";
 import { currentOwner, effectiveStatus, STALE_RUN_AFTER_MS, type RunLivenessRow } from "./liveness.js";
 import { checkSupported, migrate } from "./migrations.js";
 import {
-  checkFinishStatus, checkId, checkListRunsOptions, checkQuery, checkRun, checkRunIds, nonNegativeInteger, ownerOption, positiveInteger,
-  prepareAdvantages, prepareBatch, runRecordText, toEpisode, toRun, type CleanQuery, type EpisodeRow, type PreparedEpisode, type RunRow,
+  checkAuditQuery, checkFinishStatus, checkId, checkListRunsOptions, checkPurgeCriteria, checkQuery, checkRun, checkRunIds, nonNegativeInteger, ownerOption, positiveInteger,
+  prepareAdvantages, prepareAuditEvents, prepareBatch, runRecordText, toEpisode, toRun, type CleanQuery, type EpisodeRow, type PreparedEpisode, type RunRow,
 } from "./records.js";
-import type { Advantages, EpisodeQuery, EpisodeRecord, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore } from "./types.js";
+import type {
+  Advantages, AuditEvent, AuditQuery, EpisodeQuery, EpisodeRecord, PurgeCriteria, PurgeResult, RunOwner, RunRecord, RunStatus, StoredEpisode, TrajectoryStore,
+} from "./types.js";
 
 /** Where `openStore()` puts the database when no path is given. */
 export const DEFAULT_STORE_PATH = "./llmix-data/llmix.db";
@@ -70,6 +72,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
   private readonly claim: (runId: string) => RunRow;
   private readonly selectRun: Database.Statement<[string], RunRow>;
   private readonly selectRuns: Database.Statement<[number], RunRow>;
+  private readonly selectTenantRuns: Database.Statement<[string | null, number], RunRow>;
   private readonly insertEpisode: Database.Statement;
   private readonly insertStep: Database.Statement;
   private readonly updateAdvantages: Database.Statement;
@@ -108,6 +111,8 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
         db.pragma("synchronous = NORMAL");
       }
       db.pragma("foreign_keys = ON");
+      // A purge must not leave the purged bytes in free pages of the file (DESIGN §9).
+      db.pragma("secure_delete = ON");
       migrate(db);
     } catch (error) {
       db?.close();
@@ -116,12 +121,13 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     this.db = db;
 
     this.insertRun = db.prepare(
-      "INSERT INTO runs (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO runs (run_id, env, status, created_at, finished_at, owner_host, owner_pid, heartbeat_at, tenant, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.updateRun = db.prepare("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?");
     this.selectRun = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`);
     // rowid breaks ties between runs created in the same millisecond: the later insert is newer.
     this.selectRuns = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?`);
+    this.selectTenantRuns = db.prepare(`SELECT ${RUN_COLUMNS} FROM runs WHERE tenant IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?`);
     this.stampHeartbeats = db.prepare(
       "UPDATE runs SET heartbeat_at = ? WHERE run_id IN (SELECT value FROM json_each(?)) AND status = 'running' AND owner_host = ? AND owner_pid = ?",
     );
@@ -139,8 +145,8 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
       return this.selectRun.get(runId) as RunRow;
     }).immediate;
     this.insertEpisode = db.prepare(
-      `INSERT INTO episodes (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, advantages, record)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO episodes (episode_id, run_id, env, task_id, difficulty, group_index, status, total_reward, passed, finished_at, advantages, record)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.insertStep = db.prepare("INSERT INTO steps (episode_id, step, record) VALUES (?, ?, ?)");
     this.updateAdvantages = db.prepare("UPDATE episodes SET advantages = ? WHERE episode_id = ?");
@@ -156,7 +162,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
         for (const e of episodes) {
           const ep = e.episode;
           try {
-            this.insertEpisode.run(ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed ? 1 : 0, e.advantages, e.record);
+            this.insertEpisode.run(ep.episode_id, ep.run_id, ep.env, ep.task_id, ep.difficulty, ep.group_index, ep.status, ep.total_reward, e.passed ? 1 : 0, ep.finished_at, e.advantages, e.record);
           } catch (error) {
             if (isSqliteCode(error, "SQLITE_CONSTRAINT_PRIMARYKEY")) {
               throw new ValidationError("invalid_argument", `episode ${ep.episode_id} is already stored`, { episode_id: ep.episode_id });
@@ -186,7 +192,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     const record = runRecordText(run);
     this.guard(`cannot create run ${run.run_id}`, () => {
       try {
-        this.insertRun.run(run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), record);
+        this.insertRun.run(run.run_id, run.env, run.status, run.created_at, run.finished_at, owner.host, owner.pid, this.isoNow(), run.tenant ?? null, record);
       } catch (error) {
         if (isSqliteCode(error, "SQLITE_CONSTRAINT_PRIMARYKEY")) {
           throw new ValidationError("invalid_argument", `run ${run.run_id} already exists`, { run_id: run.run_id });
@@ -235,10 +241,11 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
   }
 
   /** Runs, newest (by created_at) first, each with its status read as getRun reads it. */
-  async listRuns(options: { limit?: number } = {}): Promise<RunRecord[]> {
+  async listRuns(options: { limit?: number; tenant?: string | null } = {}): Promise<RunRecord[]> {
     this.handle();
-    const limit = checkListRunsOptions(options) ?? -1;
-    return this.guard("cannot list runs", () => this.selectRuns.all(limit).map((row) => toRun(row, this.statusOf(row))));
+    const { limit, tenant } = checkListRunsOptions(options);
+    const rows = () => (tenant === undefined ? this.selectRuns.all(limit ?? -1) : this.selectTenantRuns.all(tenant, limit ?? -1));
+    return this.guard("cannot list runs", () => rows().map((row) => toRun(row, this.statusOf(row))));
   }
 
   /**
@@ -347,6 +354,81 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     );
   }
 
+  /**
+   * Remove the episodes matching `criteria`, their steps, and the runs they leave empty (unless running),
+   * in one write transaction. secure_delete zeroes the freed pages, and the WAL is checkpointed and
+   * truncated afterwards, so the purged bytes leave the files (another open reader can delay that).
+   */
+  async purge(criteria: PurgeCriteria): Promise<PurgeResult> {
+    const db = this.handle();
+    const c = checkPurgeCriteria(criteria);
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    if (c.finished_before !== undefined) (clauses.push("finished_at < ?"), params.push(new Date(c.finished_before).toISOString()));
+    if (c.env !== undefined) (clauses.push("env = ?"), params.push(c.env));
+    if (c.run_id !== undefined) (clauses.push("run_id = ?"), params.push(c.run_id));
+    if (c.tenant !== undefined) (clauses.push("run_id IN (SELECT run_id FROM runs WHERE tenant IS ?)"), params.push(c.tenant));
+    if (c.episode_ids !== undefined) (clauses.push("episode_id IN (SELECT value FROM json_each(?))"), params.push(JSON.stringify(c.episode_ids)));
+    const result = this.guard("cannot purge", () =>
+      db
+        .transaction((): PurgeResult => {
+          const victims = db.prepare(`SELECT episode_id, run_id FROM episodes WHERE ${clauses.join(" AND ")} ORDER BY episode_id`).all(...params) as Array<{ episode_id: string; run_id: string }>;
+          const ids = JSON.stringify(victims.map((v) => v.episode_id));
+          const steps = db.prepare("SELECT count(*) FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").pluck().get(ids) as number;
+          const candidates = new Set(victims.map((v) => v.run_id));
+          if (c.run_id !== undefined) candidates.add(c.run_id);
+          if (!c.dry_run) {
+            db.prepare("DELETE FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
+            db.prepare("DELETE FROM episodes WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
+          }
+          const removed = new Set(victims.map((v) => v.episode_id));
+          const runs: string[] = [];
+          for (const runId of [...candidates].sort()) {
+            const row = this.selectRun.get(runId);
+            if (!row || this.statusOf(row) === "running") continue;
+            const left = (db.prepare("SELECT episode_id FROM episodes WHERE run_id = ?").pluck().all(runId) as string[]).filter((id) => !removed.has(id));
+            if (left.length > 0) continue;
+            if (!c.dry_run) db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
+            runs.push(runId);
+          }
+          return { episodes: victims.map((v) => v.episode_id), steps, runs };
+        })
+        .immediate(),
+    );
+    if (!c.dry_run && result.episodes.length + result.runs.length > 0 && this.path !== ":memory:" && this.path !== "") {
+      this.guard("cannot checkpoint after a purge", () => db.pragma("wal_checkpoint(TRUNCATE)"));
+    }
+    return result;
+  }
+
+  /** Append events to the audit log in one transaction (the table's triggers refuse any change or removal). */
+  async appendAudit(events: readonly AuditEvent[]): Promise<void> {
+    const db = this.handle();
+    const rows = prepareAuditEvents(events);
+    if (rows.length === 0) return;
+    const insert = this.statement("INSERT INTO audit (at, token, token_id, tenant, action, target_kind, target_id, via, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    this.guard("cannot append to the audit log", () =>
+      db.transaction(() => {
+        for (const { event: e, detail } of rows) insert.run(e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail);
+      })(),
+    );
+  }
+
+  /** Audit events matching a query, newest first. */
+  async auditLog(query?: AuditQuery): Promise<AuditEvent[]> {
+    this.handle();
+    const q = checkAuditQuery(query);
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    for (const key of ["token", "tenant", "action", "target_id"] as const) if (q[key] !== undefined) (clauses.push(`${key} = ?`), params.push(q[key]));
+    if (q.since !== undefined) (clauses.push("at >= ?"), params.push(new Date(q.since).toISOString()));
+    if (q.until !== undefined) (clauses.push("at < ?"), params.push(new Date(q.until).toISOString()));
+    const sql = `SELECT seq, at, token, token_id, tenant, action, target_kind, target_id, via, detail FROM audit ${clauses.length ? `WHERE ${clauses.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT ?`;
+    return this.guard("cannot read the audit log", () =>
+      (this.statement(sql).all(...params, q.limit) as Array<AuditEvent & { detail: string }>).map((row) => ({ ...row, detail: JSON.parse(row.detail) as AuditEvent["detail"] })),
+    );
+  }
+
   /** Close the connection (WAL is checkpointed by SQLite on the last close). Idempotent. */
   async close(): Promise<void> {
     const db = this.db;
@@ -416,6 +498,10 @@ function whereOf(q: CleanQuery): { where: string; params: unknown[] } {
   eq("difficulty", q.difficulty);
   eq("status", q.status);
   eq("passed", q.passed === undefined ? undefined : q.passed ? 1 : 0);
+  if (q.tenant !== undefined) {
+    clauses.push("run_id IN (SELECT run_id FROM runs WHERE tenant IS ?)");
+    params.push(q.tenant);
+  }
   if (q.min_reward !== undefined) {
     clauses.push("total_reward >= ?");
     params.push(q.min_reward);

@@ -67,6 +67,8 @@ export interface EpisodeOptions {
   reward?: number;
   passed?: boolean | null;
   steps?: number;
+  /** ISO time the episode finished (default 2025-01-01T00:00:01.500Z). */
+  finishedAt?: string;
 }
 
 function step(episodeId: string, taskId: string, n: number, last: boolean): TrajectoryStepRecord {
@@ -121,7 +123,7 @@ export function episode(runId: string, taskId: string, groupIndex: number, o: Ep
     tool_calls: { ok: n - 1, error: 1 },
     advantages: null,
     started_at: "2025-01-01T00:00:00.000Z",
-    finished_at: "2025-01-01T00:00:01.500Z",
+    finished_at: o.finishedAt ?? "2025-01-01T00:00:01.500Z",
     duration_ms: 1500,
   };
   return { episode: record, steps: Array.from({ length: n }, (_, i) => step(id, taskId, i, i === n - 1)) };
@@ -836,6 +838,71 @@ export function describeTrajectoryStore(name: string, factory: StoreFactory): vo
         );
         expect(zero).toBeInstanceOf(LlmixError);
         expect((zero as LlmixError).message).toMatch(/pageSize/);
+      });
+    });
+
+    describe("data boundaries", () => {
+      it("keeps runs and episodes apart by tenant", async () => {
+        await store.createRun(run("r-a", "2025-01-01T00:00:00.000Z", { tenant: "acme", status: "finished" }));
+        await store.createRun(run("r-b", "2025-01-02T00:00:00.000Z", { tenant: "globex", status: "finished" }));
+        await store.createRun(run("r-none", "2025-01-03T00:00:00.000Z"));
+        await store.writeEpisodes([episode("r-a", "tiny/easy/seed-1", 0), episode("r-b", "tiny/easy/seed-1", 0), episode("r-b", "tiny/easy/seed-2", 0), episode("r-none", "tiny/easy/seed-1", 0)]);
+        expect((await store.listRuns({ tenant: "acme" })).map((r) => r.run_id)).toEqual(["r-a"]);
+        expect((await store.listRuns({ tenant: null })).map((r) => r.run_id)).toEqual(["r-none"]);
+        expect((await store.listRuns()).map((r) => r.run_id)).toEqual(["r-none", "r-b", "r-a"]);
+        expect((await store.getRun("r-b"))?.tenant).toBe("globex");
+        expect((await store.episodes({ tenant: "globex" })).map((e) => e.run_id)).toEqual(["r-b", "r-b"]);
+        expect(await store.countEpisodes({ tenant: "acme" })).toBe(1);
+        expect(await store.countEpisodes({ tenant: null })).toBe(1);
+        const streamed: string[] = [];
+        for await (const e of store.streamEpisodes({ tenant: "globex" })) streamed.push(e.episode.episode_id);
+        expect(streamed).toHaveLength(2);
+        expect((await rejection(store.listRuns({ tenant: "a b" }))).code).toBe("invalid_argument");
+        expect((await rejection(store.episodes({ tenant: "../x" }))).code).toBe("invalid_argument");
+        expect((await rejection(store.createRun(run("r-bad", undefined, { tenant: "" })))).code).toBe("invalid_argument");
+      });
+
+      it("purges episodes with their steps and the runs left empty, and reports what it removed", async () => {
+        await store.createRun(run("r-old", "2025-01-01T00:00:00.000Z", { tenant: "acme", status: "finished" }));
+        await store.createRun(run("r-live", "2025-01-01T00:00:00.000Z", { tenant: "acme" }));
+        await store.writeEpisodes([
+          episode("r-old", "tiny/easy/seed-1", 0, { finishedAt: "2025-01-01T00:00:00.000Z" }),
+          episode("r-old", "tiny/easy/seed-1", 1, { finishedAt: "2025-02-01T00:00:00.000Z" }),
+          episode("r-live", "tiny/easy/seed-1", 0, { finishedAt: "2025-01-01T00:00:00.000Z" }),
+        ]);
+        const dry = await store.purge({ finished_before: "2025-01-15T00:00:00Z", dry_run: true });
+        expect(dry).toEqual({ episodes: [episodeIdOf("r-live", "tiny/easy/seed-1", 0), episodeIdOf("r-old", "tiny/easy/seed-1", 0)], steps: 6, runs: [] });
+        expect(await store.countEpisodes()).toBe(3);
+        const first = await store.purge({ finished_before: "2025-01-15T00:00:00Z" });
+        expect(first.episodes).toHaveLength(2);
+        expect(first.runs).toEqual([]);
+        expect(await store.getSteps(episodeIdOf("r-old", "tiny/easy/seed-1", 0))).toEqual([]);
+        // the running run keeps its (now empty) row; the finished one loses its last episode and goes
+        const second = await store.purge({ tenant: "acme" });
+        expect(second).toEqual({ episodes: [episodeIdOf("r-old", "tiny/easy/seed-1", 1)], steps: 3, runs: ["r-old"] });
+        expect(await store.getRun("r-old")).toBeUndefined();
+        expect((await store.getRun("r-live"))?.run_id).toBe("r-live");
+        expect(await store.countEpisodes()).toBe(0);
+        expect((await rejection(store.purge({}))).code).toBe("invalid_argument");
+        expect((await rejection(store.purge({ finished_before: "yesterday" }))).code).toBe("invalid_argument");
+        expect((await rejection(store.purge({ everything: true } as never))).code).toBe("invalid_argument");
+      });
+
+      it("keeps an append-only audit log, newest first, filtered", async () => {
+        const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
+        await store.appendAudit([
+          { at: at(1), token: "acme-trainer", token_id: "t1", tenant: "acme", action: "read", target_kind: "episode", target_id: "r/e/g0", via: "http", detail: { route: "GET /v1/episodes/:id" } },
+          { at: at(2), token: "ops", token_id: null, tenant: null, action: "purge", target_kind: "episodes", target_id: "retention", via: "schedule", detail: { episodes: 3 } },
+        ]);
+        await store.appendAudit([{ at: at(3), token: "acme-trainer", token_id: "t1", tenant: "acme", action: "export", target_kind: "run", target_id: "r", via: "cli", detail: null }]);
+        const all = await store.auditLog();
+        expect(all.map((e) => e.action)).toEqual(["export", "purge", "read"]);
+        expect(all[2]).toMatchObject({ token: "acme-trainer", token_id: "t1", tenant: "acme", target_id: "r/e/g0", via: "http", detail: { route: "GET /v1/episodes/:id" } });
+        expect((await store.auditLog({ tenant: "acme" })).map((e) => e.action)).toEqual(["export", "read"]);
+        expect((await store.auditLog({ action: "purge" })).map((e) => e.token)).toEqual(["ops"]);
+        expect((await store.auditLog({ since: at(2), limit: 1 })).map((e) => e.action)).toEqual(["export"]);
+        expect((await rejection(store.appendAudit([{ ...(all[0] as never), action: "steal" } as never]))).code).toBe("invalid_argument");
+        expect((await rejection(store.auditLog({ action: "steal" } as never))).code).toBe("invalid_argument");
       });
     });
 

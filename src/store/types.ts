@@ -45,6 +45,12 @@ export interface RunRecord {
   owner?: RunOwner | null;
   /** The owner's last heartbeat (ISO time; stamped by createRun, claimRun and heartbeatRuns). Ignored by createRun. */
   heartbeat_at?: string | null;
+  /**
+   * The tenant whose data the run is (DESIGN §9): its episodes are visible to that tenant's tokens and to
+   * admins only. null or absent: the deployment's own run, which only admins see once a data policy
+   * names tenants.
+   */
+  tenant?: string | null;
 }
 
 /** Per-group advantages of one episode (null until its whole group is in the store). */
@@ -117,6 +123,8 @@ export interface EpisodeQuery {
   max_reward?: number;
   /** Only episodes whose verdict passed (true) or did not (false). */
   passed?: boolean;
+  /** Only episodes of runs of this tenant (null: of runs without a tenant). */
+  tenant?: string | null;
   /** Episodes are returned ordered by (run_id, task_id, group_index); limit/offset page through them. */
   limit?: number;
   offset?: number;
@@ -126,6 +134,64 @@ export interface EpisodeQuery {
 export interface StoredEpisode {
   episode: EpisodeRecord;
   steps: TrajectoryStepRecord[];
+}
+
+/** What a purge removes: episodes matching every given field (at least one must be given). */
+export interface PurgeCriteria {
+  /** Episodes that finished before this ISO time. */
+  finished_before?: string;
+  /** Episodes of runs of this tenant (null: runs without a tenant). */
+  tenant?: string | null;
+  env?: string;
+  run_id?: string;
+  episode_ids?: readonly string[];
+  /** Report what would be removed without removing it. */
+  dry_run?: boolean;
+}
+
+/** What a purge removed: the episodes (their steps with them) and the runs left empty. */
+export interface PurgeResult {
+  episodes: string[];
+  steps: number;
+  /** Runs whose last episode was removed (or that had none) and that are not running: removed too. */
+  runs: string[];
+}
+
+/** What the audit log records (DESIGN §9). */
+export type AuditAction = "create" | "read" | "export" | "replay" | "delete" | "purge" | "denied";
+
+/** One audit event: who did what to which data, and when. */
+export interface AuditEvent {
+  /** Position in the log (assigned by the store; ignored by appendAudit). */
+  seq?: number;
+  /** ISO time. */
+  at: string;
+  /** The token's name ("cli" for the command line without a token, "server" for the server's own sweeps). */
+  token: string;
+  /** A stable id of the token (a digest prefix, never the secret), or null. */
+  token_id: string | null;
+  /** The acting token's tenant (null: admin or no tenant). */
+  tenant: string | null;
+  action: AuditAction;
+  /** What was acted on: "session", "run", "episode", "runs", "episodes", "audit". */
+  target_kind: string;
+  target_id: string;
+  /** Where it came from: "http", "ws", "mcp", "cli", "schedule". */
+  via: string;
+  detail: JsonValue;
+}
+
+/** Filters of the audit log; they combine with AND. */
+export interface AuditQuery {
+  token?: string;
+  tenant?: string;
+  action?: AuditAction;
+  target_id?: string;
+  /** ISO times, inclusive / exclusive. */
+  since?: string;
+  until?: string;
+  /** Newest first, at most this many (default 100). */
+  limit?: number;
 }
 
 /**
@@ -146,8 +212,8 @@ export interface TrajectoryStore {
   finishRun(runId: string, status: Exclude<RunStatus, "running">): Promise<void>;
   /** A run, or undefined; a `running` run whose owner is gone reads as `interrupted`. */
   getRun(runId: string): Promise<RunRecord | undefined>;
-  /** Runs, newest first, with their status read as getRun reads it. */
-  listRuns(options?: { limit?: number }): Promise<RunRecord[]>;
+  /** Runs, newest first, with their status read as getRun reads it; `tenant` keeps one tenant's (null: those without). */
+  listRuns(options?: { limit?: number; tenant?: string | null }): Promise<RunRecord[]>;
   /** Store episodes with their steps in one transaction. An episode id already stored fails the call. */
   writeEpisodes(episodes: StoredEpisode[]): Promise<void>;
   /** Set the advantages of stored episodes (one transaction). */
@@ -162,6 +228,15 @@ export interface TrajectoryStore {
   getEpisode(episodeId: string): Promise<EpisodeRecord | undefined>;
   /** The steps of one episode, in order (empty if unknown). */
   getSteps(episodeId: string): Promise<TrajectoryStepRecord[]>;
+  /**
+   * Remove the episodes matching `criteria` with every step, and then the runs left without episodes
+   * (unless running), in one transaction; freed bytes are overwritten, not left in the file.
+   */
+  purge(criteria: PurgeCriteria): Promise<PurgeResult>;
+  /** Append events to the audit log (append-only: the store refuses to change or remove them). */
+  appendAudit(events: readonly AuditEvent[]): Promise<void>;
+  /** Audit events matching a query, newest first. */
+  auditLog(query?: AuditQuery): Promise<AuditEvent[]>;
   /** Release the store (flushes and closes connections). Idempotent. */
   close(): Promise<void>;
 }
