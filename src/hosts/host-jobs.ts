@@ -9,7 +9,7 @@ import { ValidationError } from "../core/errors.js";
 import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
 import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
-import { featuresOf } from "../tasks/features.js";
+import { featuresOf, hasFeatures } from "../tasks/features.js";
 import { restoreSampler, TaskSampler, type SamplerConfig, type SamplerSpec, type SamplerState } from "../tasks/sampler.js";
 import type { HostJob, SampleTasksRequest } from "./protocol.js";
 
@@ -35,6 +35,43 @@ export async function runJob(registry: EnvironmentRegistry, job: HostJob): Promi
       return sampleTasks(registry, job.env, job.request);
     case "replay":
       return replay(registry, job);
+    case "task_features":
+      return taskFeatures(registry, job.env, job.task_ids);
+  }
+}
+
+/** Most task ids one task_features job describes. */
+export const MAX_FEATURE_TASKS = 10_000;
+
+/** One task as the inspector filters by it: its scenario family and its features as `name=value`. */
+export interface TaskDescription {
+  family: string | null;
+  features: string[];
+}
+
+/**
+ * The features of stored tasks (for filtering a run by family or knob). An environment that declares
+ * none describes each task by its id's family alone; an id its generator refuses gets no features.
+ */
+async function taskFeatures(registry: EnvironmentRegistry, id: string, taskIds: readonly string[]): Promise<{ tasks: Record<string, TaskDescription> }> {
+  if (taskIds.length > MAX_FEATURE_TASKS) throw new ValidationError("invalid_argument", `at most ${MAX_FEATURE_TASKS} task ids per request, got ${taskIds.length}`);
+  const env = registry.get(id).create();
+  try {
+    const declared = hasFeatures(env.tasks) ? env.tasks.features.declared : [];
+    const scenario = declared.find((f) => f.kind === "scenario")?.name;
+    const tasks: Record<string, TaskDescription> = {};
+    for (const taskId of new Set(taskIds)) {
+      try {
+        const features = declared.length > 0 ? featuresOf(env.tasks, taskId) : {};
+        const family = scenario !== undefined ? String(features[scenario]) : (taskId.split("/")[0] ?? null);
+        tasks[taskId] = { family, features: declared.map((f) => `${f.name}=${String(features[f.name])}`) };
+      } catch {
+        tasks[taskId] = { family: null, features: [] };
+      }
+    }
+    return { tasks };
+  } finally {
+    await env.close();
   }
 }
 

@@ -96,7 +96,8 @@ export type HostJob =
   | { kind: "env_detail"; env: string }
   | { kind: "tasks"; env: string; query: Record<string, unknown> }
   | { kind: "sample"; env: string; request: SampleTasksRequest }
-  | { kind: "replay"; stored: StoredEpisode; env_options: Record<string, unknown> };
+  | { kind: "replay"; stored: StoredEpisode; env_options: Record<string, unknown> }
+  | { kind: "task_features"; env: string; task_ids: string[] };
 
 /** A session as it starts (what `open` answers; the client's create response is built from it). */
 export interface OpenedSession {

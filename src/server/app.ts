@@ -13,21 +13,23 @@
 import websocket from "@fastify/websocket";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { z } from "zod";
-import { LlmixError, NotFoundError, ServiceError, ValidationError } from "../core/errors.js";
+import { LlmixError, ServiceError, ValidationError } from "../core/errors.js";
 import type { JsonValue } from "../core/json.js";
 import type { EnvironmentRegistry, EnvironmentSummary } from "../core/registry.js";
 import { formatIssues } from "../core/validation.js";
 import type { EnvDetail, SampledTasks } from "../hosts/host-jobs.js";
 import type { HostJob } from "../hosts/protocol.js";
-import type { ReplayReport } from "../rollout/replay.js";
-import type { EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
+import type { EpisodeRecord, TrajectoryStore } from "../store/types.js";
+import { actorOf } from "./audit.js";
 import { bearerToken, isLoopbackHostHeader, isLoopbackOrigin, type RouteScope, type TokenAuth } from "./auth.js";
+import type { DataPolicy } from "./data-policy.js";
 import type { Fleet } from "./fleet.js";
 import { errorBody, parseRequestJson, sendError, statusOf, toServiceError } from "./http-errors.js";
 import { JsonText } from "./json-text.js";
 import { ServiceMetrics } from "./metrics.js";
 import { buildOpenApi, ForkSessionBody, MAX_ID_CHARS, NewSessionBody, RestoreBody, SampleTasksBody, type RouteInfo } from "./openapi.js";
 import { SessionManager, type Caller, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
+import { TrajectoryOperations } from "./trajectories.js";
 import { registerWebSocketRoute } from "./ws.js";
 
 declare module "fastify" {
@@ -49,6 +51,8 @@ export interface AppOptions {
   store?: TrajectoryStore;
   /** Bearer tokens; without them every route is open (serve.ts then allows loopback only). */
   auth?: TokenAuth | null;
+  /** The deployment's data policy: its tokens (with tenants) replace `auth`, and it decides what may run (data-policy.ts). */
+  policy?: DataPolicy;
   /** An existing manager; otherwise one is made from the limits below (and shut down when the app closes). */
   manager?: SessionManager;
   capacity?: number;
@@ -80,6 +84,10 @@ export interface ServiceContext {
   registry: EnvironmentRegistry;
   manager: SessionManager;
   operations: ServiceOperations;
+  /** Runs, episodes, exports and deletions, per caller and audited. */
+  trajectories: TrajectoryOperations;
+  /** The data policy, if the deployment has one. */
+  policy: DataPolicy | undefined;
   metrics: ServiceMetrics;
   auth: TokenAuth | null;
   store: TrajectoryStore | undefined;
@@ -133,7 +141,8 @@ export class ServiceOperations {
   constructor(
     private readonly registry: EnvironmentRegistry,
     private readonly manager: SessionManager,
-    private readonly store: TrajectoryStore | undefined,
+    private readonly trajectories: TrajectoryOperations,
+    private readonly policy?: DataPolicy,
   ) {}
 
   /** GET /v1/envs. */
@@ -169,7 +178,7 @@ export class ServiceOperations {
   }
 
   /** POST /v1/sessions: {env, task_id, seed, policy_checkpoint?, record?} or {snapshot, policy_checkpoint?, record?}. */
-  async createSession(body: unknown, caller: Caller): Promise<JsonText<CreatedSession>> {
+  async createSession(body: unknown, caller: Caller, via: "http" | "ws" = "http"): Promise<JsonText<CreatedSession>> {
     const value = requireObjectBody(body, "{env, task_id, seed} or {snapshot}");
     let request: CreateSessionRequest;
     if ("snapshot" in value) {
@@ -182,7 +191,15 @@ export class ServiceOperations {
     } else {
       request = parseWith(NewSessionBody, value);
     }
-    return this.manager.create(request, caller);
+    if (this.policy) {
+      // A fork names its environment and task in the snapshot, whose signature the host checks before opening it.
+      const target = "snapshot" in request ? (request.snapshot as { env?: unknown; task_id?: unknown }) : { env: request.env, task_id: request.task_id };
+      if (typeof target.env !== "string" || typeof target.task_id !== "string") throw new ValidationError("invalid_snapshot", "body.snapshot must name its env and task_id");
+      this.policy.checkRun(caller, this.registry.get(target.env).id, target.task_id);
+    }
+    const created = await this.manager.create(request, caller);
+    if (this.policy) await this.trajectories.audit.record(actorOf(caller), "create", { kind: "session", id: created.value.session_id }, via, { env: created.value.env, task_id: created.value.task_id });
+    return created;
   }
 
   /** POST /v1/sessions/:id/step with {action}. */
@@ -230,36 +247,25 @@ export class ServiceOperations {
     return { episode: await this.manager.close(idParam(sessionId, "session_id"), caller) };
   }
 
-  /** GET /v1/episodes/:id: the stored episode and its steps. */
-  async episode(episodeId: unknown): Promise<StoredEpisode> {
-    const id = idParam(episodeId, "episode id");
-    const store = this.requireStore();
-    const episode = await store.getEpisode(id);
-    if (!episode) throw new NotFoundError("unknown_episode", `no episode "${id}" in the trajectory store (send the id URL-encoded: "/" as %2F)`);
-    return { episode, steps: await store.getSteps(id) };
-  }
-
-  /** POST /v1/episodes/:id/replay: the stored actions re-run on a fresh environment, on a host. */
-  async replay(episodeId: unknown): Promise<ReplayReport> {
-    const stored = await this.episode(episodeId);
-    this.registry.get(stored.episode.env);
-    const run = await this.requireStore().getRun(stored.episode.run_id);
-    // The run's environment options (e.g. a step budget) shape the episode; the replay needs the same.
-    const envOptions = (run?.config as { env_options?: Record<string, unknown> } | null | undefined)?.env_options ?? {};
-    return (await this.manager.job({ kind: "replay", stored, env_options: envOptions })) as ReplayReport;
-  }
-
   /** A job whose answer never changes, kept once it succeeded (`forget` drops a failure, so it is retried). */
   private cachedJob<T>(job: HostJob, forget: () => void): Promise<T> {
     const result = this.manager.job(job) as Promise<T>;
     result.catch(forget);
     return result;
   }
+}
 
-  private requireStore(): TrajectoryStore {
-    if (!this.store) throw new LlmixError("store_error", "this service runs without a trajectory store");
-    return this.store;
-  }
+/** Purge what the policy's retention periods have expired, one purge per period (see DataPolicy.retentionPurges). */
+export async function applyRetention(
+  trajectories: TrajectoryOperations,
+  policy: DataPolicy,
+  caller: Caller,
+  via: "http" | "cli" | "schedule",
+  now = new Date(),
+): Promise<Array<{ rule: string; episodes: string[]; steps: number; runs: string[] }>> {
+  const out = [];
+  for (const { rule, criteria } of policy.retentionPurges(now)) out.push({ rule, ...(await trajectories.purge(caller, criteria, via, rule)) });
+  return out;
 }
 
 /** Bytes of an oversized body read (and thrown away) so its sender can read the 413: beyond them, the connection is cut. */
@@ -309,7 +315,7 @@ function sendJsonText(reply: FastifyReply, value: JsonText): FastifyReply {
 /** The scope a route needs when it does not declare one. */
 function defaultScope(url: string): RouteScope {
   if (url === "/healthz" || url === "/readyz" || url === "/openapi.json") return "open";
-  if (url === "/v1/episodes" || url.startsWith("/v1/episodes/")) return "trajectories:read";
+  if (url === "/v1/episodes" || url.startsWith("/v1/episodes/") || url === "/v1/runs" || url.startsWith("/v1/runs/")) return "trajectories:read";
   if (url.startsWith("/v1/")) return "env:run";
   return "admin";
 }
@@ -334,9 +340,12 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();
   const metrics = new ServiceMetrics(manager, options.fleet);
-  const operations = new ServiceOperations(options.registry, manager, options.store);
-  const auth = options.auth ?? null;
-  const context: ServiceContext = { registry: options.registry, manager, operations, metrics, auth, store: options.store, bodyLimit, fleet: options.fleet };
+  if (options.policy && options.auth) throw new ValidationError("invalid_config", "give a data policy or an auth file, not both: the policy holds the tokens");
+  const policy = options.policy;
+  const trajectories = new TrajectoryOperations(options.registry, manager, options.store, policy?.redaction !== undefined ? { redaction: policy.redaction } : {});
+  const operations = new ServiceOperations(options.registry, manager, trajectories, policy);
+  const auth = policy?.auth ?? options.auth ?? null;
+  const context: ServiceContext = { registry: options.registry, manager, operations, trajectories, policy, metrics, auth, store: options.store, bodyLimit, fleet: options.fleet };
 
   const app = Fastify({
     bodyLimit,
@@ -420,7 +429,9 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
       }
       try {
         const identity = auth.check(token, scope);
-        request.caller = identity ? { name: identity.name, admin: identity.scopes.includes("admin") } : null;
+        request.caller = identity
+          ? { name: identity.name, id: identity.id, admin: identity.scopes.includes("admin"), tenant: identity.tenant, environments: identity.environments }
+          : null;
         done();
       } catch (error) {
         done(error as Error);
@@ -484,7 +495,7 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   });
   app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(await metrics.render()));
   let openapi: Record<string, unknown> | undefined;
-  app.get("/openapi.json", async () => (openapi ??= buildOpenApi(routes, { version: SERVICE_VERSION, auth: auth !== null })));
+  app.get("/openapi.json", async () => (openapi ??= buildOpenApi(routes, { version: SERVICE_VERSION, auth: auth !== null, ...(policy ? { policy: policy.summary() } : {}) })));
 
   app.get("/v1/envs", async () => operations.envs());
   app.get("/v1/envs/:env", async (request) => operations.env((request.params as { env: string }).env));
@@ -499,8 +510,29 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
   app.get("/v1/sessions/:id/snapshot", async (request, reply) => sendJsonText(reply, await operations.snapshot(id(request), request.caller)));
   app.post("/v1/sessions/:id/restore", async (request) => operations.restore(id(request), request.body, request.caller));
 
-  app.get("/v1/episodes/:id", async (request) => operations.episode(id(request)));
-  app.post("/v1/episodes/:id/replay", async (request) => operations.replay(id(request)));
+  const query = (request: FastifyRequest) => (request.query ?? {}) as Record<string, unknown>;
+  app.get("/v1/runs", async (request) => trajectories.runs(request.caller, query(request), "http"));
+  app.get("/v1/runs/:id", async (request) => trajectories.run(request.caller, id(request), "http"));
+  app.delete("/v1/runs/:id", { config: { scope: "trajectories:delete" } }, async (request) => trajectories.deleteRun(request.caller, id(request), "http"));
+  app.get("/v1/runs/:id/episodes", async (request) => trajectories.runEpisodes(request.caller, id(request), query(request), "http"));
+  app.get("/v1/runs/:id/tasks", async (request) => trajectories.runTasks(request.caller, id(request), "http"));
+  app.get("/v1/runs/:id/export", { config: { scope: "trajectories:export" } }, async (request, reply) => {
+    const { result, stream, contentType } = await trajectories.export(request.caller, id(request), query(request), "http");
+    const name = `${id(request).replace(/[^A-Za-z0-9._-]/g, "_")}.${result.format}${contentType.includes("parquet") ? ".parquet" : ".jsonl"}`;
+    return reply.type(contentType).header("content-disposition", `attachment; filename="${name}"`).header("x-llmix-rows", String(result.rows)).send(stream);
+  });
+  app.get("/v1/episodes/:id", async (request) => trajectories.episode(request.caller, id(request), "http"));
+  app.delete("/v1/episodes/:id", { config: { scope: "trajectories:delete" } }, async (request) => trajectories.deleteEpisode(request.caller, id(request), "http"));
+  app.post("/v1/episodes/:id/replay", async (request) => trajectories.replay(request.caller, id(request), "http"));
+  app.get("/v1/audit", { config: { scope: "admin" } }, async (request) => trajectories.auditLog(query(request)));
+  app.post("/v1/purge", { config: { scope: "admin" } }, async (request) => {
+    const body = request.body === undefined || request.body === null ? null : requireObjectBody(request.body, "{finished_before?, tenant?, env?, run_id?, dry_run?} or no body");
+    if (body === null) {
+      if (!policy) throw new ValidationError("invalid_argument", "this service has no data policy, so no retention to apply: send the purge criteria as the body");
+      return { purges: await applyRetention(trajectories, policy, request.caller, "http") };
+    }
+    return { purges: [{ rule: "request", ...(await trajectories.purge(request.caller, body, "http")) }] };
+  });
 
   registerWebSocketRoute(app, context);
 

@@ -4,8 +4,10 @@
  *   {"tokens": [{"token": "...", "scopes": ["env:run", "trajectories:read", "admin"], "name": "trainer"}]}
  *
  * `env:run` drives environments (envs, sessions, the WebSocket), `trajectories:read` reads the store
- * (episodes, replay), `admin` may do everything (including /metrics). Tokens are compared in constant
- * time and never logged; a request names its token only by the token's `name`.
+ * (runs, episodes, replay), `trajectories:export` exports them, `trajectories:delete` deletes them,
+ * `admin` may do everything (including /metrics and the audit log). Tokens are compared in constant
+ * time and never logged; a request names its token only by the token's `name` and `id` (a digest
+ * prefix). A data policy (data-policy.ts) also gives each token a tenant and the environments it may use.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -14,7 +16,7 @@ import { ServiceError, ValidationError } from "../core/errors.js";
 import { formatIssues } from "../core/validation.js";
 
 /** The scopes a token can hold. */
-export const SCOPES = ["env:run", "trajectories:read", "admin"] as const;
+export const SCOPES = ["env:run", "trajectories:read", "trajectories:export", "trajectories:delete", "admin"] as const;
 export type Scope = (typeof SCOPES)[number];
 /** What a route needs: a scope, or nothing ("open"). */
 export type RouteScope = Scope | "open";
@@ -22,20 +24,32 @@ export type RouteScope = Scope | "open";
 /** A token as the server knows it (the secret itself is kept only as a digest). */
 export interface TokenIdentity {
   name: string;
+  /** A stable id for logs and the audit log: the first 12 hex digits of the token's SHA-256 (not reversible). */
+  id: string;
   scopes: readonly Scope[];
+  /** The tenant whose sessions and trajectories this token sees (null: none — admin, or a plain --auth file). */
+  tenant: string | null;
+  /** The environments this token may run and read (null: every one the deployment allows). */
+  environments: readonly string[] | null;
 }
 
-const TokenFile = z.object({
-  tokens: z
-    .array(
-      z.object({
-        token: z.string().min(1, "must not be empty").regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (it travels in a header)"),
-        scopes: z.array(z.enum(SCOPES)).min(1, "must name at least one scope"),
-        name: z.string().min(1).optional(),
-      }),
-    )
-    .min(1, "must hold at least one token"),
+/** A token entry before its secret is reduced to a digest. */
+export interface TokenEntry {
+  token: string;
+  name: string;
+  scopes: readonly Scope[];
+  tenant?: string | null;
+  environments?: readonly string[] | null;
+}
+
+/** One token as an auth file or a data policy gives it. */
+export const TokenSpec = z.strictObject({
+  token: z.string().min(1, "must not be empty").regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (it travels in a header)"),
+  scopes: z.array(z.enum(SCOPES)).min(1, "must name at least one scope"),
+  name: z.string().min(1).max(64).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces (it is logged and audited)").optional(),
 });
+
+const TokenFile = z.object({ tokens: z.array(TokenSpec).min(1, "must hold at least one token") });
 
 const digest = (token: string) => createHash("sha256").update(token, "utf8").digest();
 
@@ -47,17 +61,27 @@ export class TokenAuth {
     this.entries = entries;
   }
 
+  /** Tokens from entries already validated (a data policy's); a repeated token is invalid_config. */
+  static fromEntries(entries: readonly TokenEntry[], source: string): TokenAuth {
+    const seen = new Set<string>();
+    return new TokenAuth(
+      entries.map((t, i) => {
+        if (seen.has(t.token)) throw new ValidationError("invalid_config", `${source}: tokens[${i}] repeats an earlier token ("${t.name}"); every token must be unique`);
+        seen.add(t.token);
+        const d = digest(t.token);
+        return { name: t.name, id: d.toString("hex").slice(0, 12), scopes: [...new Set(t.scopes)], tenant: t.tenant ?? null, environments: t.environments ?? null, digest: d };
+      }),
+    );
+  }
+
   /** Tokens from a parsed auth file; a malformed one is invalid_config naming the problem. */
   static fromConfig(value: unknown, source = "auth file"): TokenAuth {
     const parsed = TokenFile.safeParse(value);
     if (!parsed.success) throw new ValidationError("invalid_config", `${source}: ${formatIssues(parsed.error, "auth")}`);
-    const seen = new Set<string>();
-    const entries = parsed.data.tokens.map((t, i) => {
-      if (seen.has(t.token)) throw new ValidationError("invalid_config", `${source}: auth.tokens[${i}] repeats an earlier token; every token must be unique`);
-      seen.add(t.token);
-      return { name: t.name ?? `token-${i}`, scopes: [...new Set(t.scopes)], digest: digest(t.token) };
-    });
-    return new TokenAuth(entries);
+    return TokenAuth.fromEntries(
+      parsed.data.tokens.map((t, i) => ({ token: t.token, name: t.name ?? `token-${i}`, scopes: t.scopes })),
+      source,
+    );
   }
 
   /** Tokens from an auth file (see the module comment for its format). */
@@ -94,7 +118,8 @@ export class TokenAuth {
       if (timingSafeEqual(entry.digest, presented) && !found) found = entry;
     }
     if (!found) throw new ServiceError("unauthorized", "the bearer token is not valid for this service");
-    return { name: found.name, scopes: found.scopes };
+    const { digest: _secret, ...identity } = found as TokenIdentity & { digest: Buffer };
+    return identity;
   }
 
   /** Throw `forbidden` unless the identity holds `scope` (admin holds every scope). */

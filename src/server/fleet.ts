@@ -46,6 +46,8 @@ export interface FleetOptions {
 /** What a session was created as (fixed for its life). */
 export interface FleetSessionMeta {
   owner: string | null;
+  /** The tenant whose data the session is (its recorded episode goes to that tenant's run); absent: none. */
+  tenant?: string | null;
   envId: string;
   envVersion: string;
   taskId: string;

@@ -107,6 +107,14 @@ const episodeId = {
   description: "Episode id, URL-encoded (ids may contain '/', sent as %2F).",
 };
 const envId = { name: "env", in: "path", required: true, schema: { type: "string" }, description: "Environment id." };
+const runId = { name: "id", in: "path", required: true, schema: { type: "string" }, description: "Run id, URL-encoded." };
+const queryParam = (name: string, description: string, schema: Json = { type: "string" }) => ({ name, in: "query", required: false, schema, description });
+const PURGE_RESULT = {
+  type: "object",
+  required: ["episodes", "steps", "runs"],
+  properties: { episodes: { type: "array", items: { type: "string" } }, steps: { type: "integer" }, runs: { type: "array", items: { type: "string" } } },
+};
+const RUN_SUMMARY = { allOf: [ref("RunRecord"), { type: "object", properties: { tenant: { type: ["string", "null"] }, episodes: { type: "integer" } } }] };
 const AUTH = errors("unauthorized", "forbidden");
 const SESSION_CODES = ["unknown_session", "session_busy", "step_timeout", "resource_exhausted", "capacity_reached", "fleet_unavailable"] as const;
 const SESSION = errors(...SESSION_CODES);
@@ -256,6 +264,74 @@ const OPERATIONS: Record<string, Json> = {
       ...errors("unknown_episode"),
       ...AUTH,
     },
+  },
+  "DELETE /v1/episodes/{id}": {
+    operationId: "deleteEpisode",
+    summary: "Remove a recorded episode with every step (and its run, if it was the run's last). Audited. Scope trajectories:delete.",
+    parameters: [episodeId],
+    responses: { ...ok("What was removed.", PURGE_RESULT), ...errors("unknown_episode"), ...AUTH },
+  },
+  "GET /v1/runs": {
+    operationId: "listRuns",
+    summary: "The caller's runs (its tenant's; every run for admins), newest first, each with its episode count. Audited. Scope trajectories:read.",
+    parameters: [queryParam("limit", "At most this many (1-1000, default 100).", { type: "integer" })],
+    responses: { ...ok("The runs.", { type: "object", required: ["runs"], properties: { runs: { type: "array", items: RUN_SUMMARY } } }), ...errors("invalid_argument"), ...AUTH },
+  },
+  "GET /v1/runs/{id}": {
+    operationId: "getRun",
+    summary: "A run and its metrics per environment and difficulty (success, reward components, pass@k, steps). Audited. Scope trajectories:read.",
+    parameters: [runId],
+    responses: { ...ok("The run.", { type: "object", required: ["run", "metrics"], properties: { run: RUN_SUMMARY, metrics: { type: "array", items: { type: "object" } } } }), ...errors("unknown_run"), ...AUTH },
+  },
+  "DELETE /v1/runs/{id}": {
+    operationId: "deleteRun",
+    summary: "Remove a finished or interrupted run with every episode and step. Audited. Scope trajectories:delete.",
+    parameters: [runId],
+    responses: { ...ok("What was removed.", PURGE_RESULT), ...errors("unknown_run", "invalid_argument"), ...AUTH },
+  },
+  "GET /v1/runs/{id}/episodes": {
+    operationId: "listRunEpisodes",
+    summary: "One page of a run's episodes, filtered, with the total that match. Audited. Scope trajectories:read.",
+    parameters: [
+      runId,
+      queryParam("difficulty", "Only this difficulty."),
+      queryParam("status", "ok or error."),
+      queryParam("passed", "true or false: the verdict passed or not.", { type: "boolean" }),
+      queryParam("limit", "Page size (1-1000, default 100).", { type: "integer" }),
+      queryParam("offset", "Episodes to skip.", { type: "integer" }),
+    ],
+    responses: {
+      ...ok("The page.", { type: "object", required: ["episodes", "total"], properties: { episodes: { type: "array", items: ref("EpisodeRecord") }, total: { type: "integer" } } }),
+      ...errors("unknown_run", "invalid_argument"),
+      ...AUTH,
+    },
+  },
+  "GET /v1/runs/{id}/tasks": {
+    operationId: "runTasks",
+    summary: "Each task of a run with its scenario family and features (name=value), computed by the environment on a host. Scope trajectories:read.",
+    parameters: [runId],
+    responses: { ...ok("The tasks.", { type: "object", required: ["tasks"], properties: { tasks: { type: "object" } } }), ...errors("unknown_run", "unknown_env"), ...AUTH },
+  },
+  "GET /v1/runs/{id}/export": {
+    operationId: "exportRun",
+    summary: "A run's episodes as a dataset file (jsonl, trl-sft, trl-grpo: JSON lines; verl, verl-sft: Parquet), redacted by the data policy. Audited. Scope trajectories:export.",
+    parameters: [runId, queryParam("format", "jsonl (default), trl-sft, trl-grpo, verl or verl-sft.")],
+    responses: {
+      "200": { description: "The file.", content: { "application/x-ndjson": { schema: { type: "string" } }, "application/vnd.apache.parquet": { schema: { type: "string", format: "binary" } } } },
+      ...errors("unknown_run", "unknown_format"),
+      ...AUTH,
+    },
+  },
+  "GET /v1/audit": {
+    operationId: "auditLog",
+    summary: "The audit log, newest first: who created, read, exported, replayed, deleted or purged what, and refused attempts. Scope admin.",
+    parameters: ["token", "tenant", "action", "target_id", "since", "until"].map((n) => queryParam(n, `Only events with this ${n}${n === "since" || n === "until" ? " (ISO time)" : ""}.`)).concat([queryParam("limit", "At most this many (default 100).", { type: "integer" })]),
+    responses: { ...ok("The events.", { type: "object", required: ["events"], properties: { events: { type: "array", items: { type: "object" } } } }), ...errors("invalid_argument"), ...AUTH },
+  },
+  "POST /v1/purge": {
+    operationId: "purge",
+    summary: "Apply the data policy's retention now (no body), or remove what {finished_before?, tenant?, env?, run_id?, dry_run?} matches. Audited. Scope admin.",
+    responses: { ...ok("What was removed, per rule.", { type: "object", required: ["purges"], properties: { purges: { type: "array", items: { type: "object" } } } }), ...errors("invalid_argument"), ...AUTH },
   },
   "POST /v1/episodes/{id}/replay": {
     operationId: "replayEpisode",
@@ -416,6 +492,24 @@ const SCHEMAS: Record<string, Json> = {
     },
     additionalProperties: true,
   },
+  RunRecord: {
+    type: "object",
+    description: "A run (src/store/types.ts RunRecord): one rollout, or one server's recorded sessions of an environment and tenant.",
+    required: ["run_id", "env", "env_version", "policy", "status", "planned_episodes", "created_at"],
+    properties: {
+      run_id: { type: "string" },
+      env: { type: "string" },
+      env_version: { type: "string" },
+      policy: { type: "string" },
+      policy_checkpoint: { type: ["string", "null"] },
+      config: {},
+      status: { enum: ["running", "interrupted", "finished", "failed"] },
+      planned_episodes: { type: "integer" },
+      created_at: { type: "string" },
+      finished_at: { type: ["string", "null"] },
+      tenant: { type: ["string", "null"] },
+    },
+  },
   EpisodeRecord: {
     type: "object",
     description: "The episode row of DESIGN §1 (src/store/types.ts EpisodeRecord).",
@@ -499,7 +593,7 @@ export function openApiPath(url: string): string {
  * route without one (one added by `extraRoutes`) gets its own `openapi` object, or a generic entry
  * marked `x-llmix-undocumented`.
  */
-export function buildOpenApi(routes: readonly RouteInfo[], options: { version: string; auth: boolean }): Json {
+export function buildOpenApi(routes: readonly RouteInfo[], options: { version: string; auth: boolean; policy?: Json }): Json {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     const path = openApiPath(route.url);
@@ -515,7 +609,8 @@ export function buildOpenApi(routes: readonly RouteInfo[], options: { version: s
       description:
         "Stateful sessions of agentic RL environments (DESIGN §7). Every error is {error: {code, message, details}} with a stable code; " +
         "the HTTP status follows from the code. " +
-        (options.auth ? "Send Authorization: Bearer <token>; scopes: env:run, trajectories:read, admin." : "This server runs without --auth (loopback only)."),
+        (options.auth ? "Send Authorization: Bearer <token>; scopes: env:run, trajectories:read, trajectories:export, trajectories:delete, admin." : "This server runs without --auth (loopback only)."),
+      ...(options.policy ? { "x-llmix-data-policy": options.policy } : {}),
     },
     components: {
       schemas: SCHEMAS,

@@ -9,8 +9,9 @@ import { readSnapshotKey } from "../hosts/signing.js";
 import { openStoreAt } from "../store/open.js";
 import { DEFAULT_STORE_PATH } from "../store/sqlite-store.js";
 import type { TrajectoryStore } from "../store/types.js";
-import { buildApp, type AppOptions, type LlmixService } from "./app.js";
+import { applyRetention, buildApp, type AppOptions, type LlmixService } from "./app.js";
 import { isLoopback, TokenAuth } from "./auth.js";
+import { DataPolicy } from "./data-policy.js";
 import { Fleet } from "./fleet.js";
 
 /** What `llmix serve` takes. */
@@ -23,6 +24,10 @@ export interface ServeOptions {
   storePath?: string;
   /** Auth file path; without it only loopback hosts are allowed. */
   authPath?: string;
+  /** Data policy file path (tenants, tokens, retention, redaction; see data-policy.ts); replaces authPath. */
+  policyPath?: string;
+  /** A data policy already loaded (tests); replaces policyPath. */
+  policy?: DataPolicy;
   capacity?: number;
   idleTtlMs?: number;
   stepTimeoutMs?: number;
@@ -67,7 +72,15 @@ export const SERVE_DEFAULTS = { host: "127.0.0.1", port: 8377, storePath: DEFAUL
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? SERVE_DEFAULTS.host;
   const port = options.port ?? SERVE_DEFAULTS.port;
-  const auth = options.authPath !== undefined ? TokenAuth.fromFile(options.authPath) : null;
+  if ((options.policy || options.policyPath !== undefined) && options.authPath !== undefined) {
+    throw new ValidationError("invalid_config", "give --policy or --auth, not both: a data policy holds the deployment's tokens");
+  }
+  const policy = options.policy ?? (options.policyPath !== undefined ? DataPolicy.fromFile(options.policyPath) : undefined);
+  if (policy) {
+    const unknown = policy.unknownEnvironments(options.registry.ids());
+    if (unknown.length > 0) throw new ValidationError("invalid_config", `${policy.source}: names environments this service does not run: ${unknown.join(", ")} (it runs ${options.registry.ids().join(", ")})`);
+  }
+  const auth = policy ? policy.auth : options.authPath !== undefined ? TokenAuth.fromFile(options.authPath) : null;
   if (!auth && !isLoopback(host)) {
     throw new ValidationError(
       "invalid_config",
@@ -89,7 +102,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       snapshotKey ??= await fleet.sharedSnapshotKey();
     }
     service = await buildApp({
-      registry: options.registry, store, auth, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
+      registry: options.registry, store, ...(policy ? { policy } : { auth }), capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
       hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, residentSessions: options.residentSessions, snapshotKey, fleet, envOptions: options.envOptions,
       bodyLimit: options.bodyLimit, logger: options.logger, extraRoutes: options.extraRoutes,
     });
@@ -112,6 +125,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const address = service.app.server.address();
   const realPort = typeof address === "object" && address ? address.port : port;
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  const retention = policy ? scheduleRetention(service, policy) : undefined;
   let stopping: Promise<void> | undefined;
   return {
     service, store, host, port: realPort, url: `http://${urlHost}:${realPort}`, authenticated: auth !== null,
@@ -120,6 +134,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         // Nothing else may keep the process alive while it stops (idle hosts and sockets are unref'd):
         // this timer does, until the store is closed.
         const alive = setInterval(() => undefined, 1000);
+        await retention?.stop();
         try {
           // The server stops accepting connections while the manager refuses new work and waits for in-flight steps.
           const closed = service.app.close();
@@ -139,6 +154,32 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           clearInterval(alive);
         }
       })()),
+  };
+}
+
+/** The server's own identity in the audit log, for the purges it runs on schedule. */
+const SERVER_CALLER = { name: "server", admin: true, tenant: null } as const;
+
+/**
+ * Purge what the policy's retention periods have expired: once at start, then every `sweepMinutes`.
+ * A sweep that fails (the store is down) is retried at the next one; sweeps never overlap.
+ */
+function scheduleRetention(service: LlmixService, policy: DataPolicy): { stop(): Promise<void> } | undefined {
+  if (policy.retentionPurges(new Date()).length === 0) return undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  const sweep = () => {
+    running = running.then(() => applyRetention(service.trajectories, policy, SERVER_CALLER, "schedule")).catch((error: unknown) => {
+      service.app.log.warn({ error: (error as Error).message }, "retention sweep failed; retrying at the next one");
+    });
+  };
+  sweep();
+  const timer = setInterval(sweep, policy.sweepMinutes * 60_000);
+  timer.unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
   };
 }
 

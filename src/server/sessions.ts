@@ -58,8 +58,17 @@ export interface SessionManagerOptions {
   envOptions?: Record<string, Record<string, unknown>>;
 }
 
-/** Who is asking: the token's name and whether it holds `admin`; null when the service has no auth. */
-export type Caller = { name: string; admin: boolean } | null;
+/**
+ * Who is asking: the token's name and whether it holds `admin`, and under a data policy its id, its
+ * tenant and the environments it may use; null when the service has no auth.
+ */
+export type Caller = { name: string; admin: boolean; id?: string; tenant?: string | null; environments?: readonly string[] | null } | null;
+
+/** The owner a session records for its creator: the tenant when there is one (its tokens share sessions), else the token. */
+export function ownerOf(caller: Caller): string | null {
+  if (caller === null) return null;
+  return caller.tenant ? `tenant:${caller.tenant}` : caller.name;
+}
 
 /** What creating a session takes: a new episode, or a fork of a snapshot. */
 export type CreateSessionRequest =
@@ -249,13 +258,13 @@ export class SessionManager {
     if (record && !this.runTools.has(envId)) this.runTools.set(envId, (JSON.parse(opened.body) as CreatedSession).tools);
     const now = this.now();
     const session: Session = {
-      id, owner: caller?.name ?? null, envId, envVersion: opened.env_version, taskId: opened.task_id, seed: opened.seed, policyCheckpoint, record,
+      id, owner: ownerOf(caller), tenant: caller?.tenant ?? null, envId, envVersion: opened.env_version, taskId: opened.task_id, seed: opened.seed, policyCheckpoint, record,
       stepCount: opened.step, ended: opened.ended, records: [], lastAnswer: record && !("snapshot" in request) ? opened.body : null, stored: null,
       busy: true, createdAt: new Date(now), lastUsed: now, seq: 0, epoch: 0, fleetBase: 0, storedElsewhere: false,
     };
     if (this.fleet) {
       const track = this.pool.trackOf(id);
-      const meta = { owner: session.owner, envId, envVersion: session.envVersion, taskId: session.taskId, seed: session.seed, policyCheckpoint, record, createdAt: session.createdAt.toISOString() };
+      const meta = { owner: session.owner, tenant: session.tenant ?? null, envId, envVersion: session.envVersion, taskId: session.taskId, seed: session.seed, policyCheckpoint, record, createdAt: session.createdAt.toISOString() };
       try {
         await this.fleet.register(id, meta, track.start, { steps: opened.step, digest: opened.digest, ended: opened.ended, checkpoint: track.checkpoint, body: opened.body }, now);
       } catch (error) {
@@ -507,7 +516,7 @@ export class SessionManager {
     const m = state.meta;
     const createdAt = new Date(m.createdAt);
     s = {
-      id: sid, owner: m.owner, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: m.record,
+      id: sid, owner: m.owner, tenant: m.tenant ?? null, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: m.record,
       records: [], lastAnswer: await fleet.lastAnswer(sid), stored: null, busy: false, createdAt, lastUsed: this.now(), ...this.fleetFields(state),
     };
     this.sessions.set(sid, s);
@@ -591,7 +600,7 @@ export class SessionManager {
       const m = state.meta;
       if (m.record && !state.stored) {
         const s: Session = {
-          id: sid, owner: m.owner, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: true,
+          id: sid, owner: m.owner, tenant: m.tenant ?? null, envId: m.envId, envVersion: m.envVersion, taskId: m.taskId, seed: m.seed, policyCheckpoint: m.policyCheckpoint, record: true,
           records: [], lastAnswer: null, stored: null, busy: true, createdAt: new Date(m.createdAt), lastUsed: this.now(), ...this.fleetFields(state),
         };
         await this.saveEpisode(s).catch(() => undefined);
@@ -722,18 +731,20 @@ export class SessionManager {
     await this.fleet?.markStored(s.id);
   }
 
-  /** The run that holds this server's recorded sessions of one environment (created on first use). */
+  /** The run that holds this server's recorded sessions of one environment and tenant (created on first use). */
   private runFor(s: Session): Promise<string> {
-    let run = this.runs.get(s.envId);
+    const tenant = s.tenant ?? null;
+    const key = `${tenant ?? ""}\u241f${s.envId}`;
+    let run = this.runs.get(key);
     if (!run) {
       const store = this.options.store as TrajectoryStore;
       const stamp = this.started.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
-      const runId = `serve-${stamp}-${randomBytes(3).toString("hex")}-${s.envId}`;
+      const runId = `serve-${stamp}-${randomBytes(3).toString("hex")}-${tenant === null ? "" : `${tenant}-`}${s.envId}`;
       const record: RunRecord = {
         run_id: runId, env: s.envId, env_version: s.envVersion, policy: "service", policy_checkpoint: null,
         // The environment's options go with the run, so a replay or reverify of its episodes scores them the same way.
         config: { source: "llmix serve", env_options: (this.options.envOptions?.[s.envId] ?? {}) as JsonValue } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
-        created_at: this.started.toISOString(), finished_at: null,
+        created_at: this.started.toISOString(), finished_at: null, tenant,
       };
       run = store.createRun(record).then(() => {
         // While this server lives its runs read as running; if it dies they read as interrupted.
@@ -741,8 +752,8 @@ export class SessionManager {
         this.heartbeat ??= startHeartbeat(store, () => this.runIds);
         return runId;
       });
-      run.catch(() => this.runs.delete(s.envId));
-      this.runs.set(s.envId, run);
+      run.catch(() => this.runs.delete(key));
+      this.runs.set(key, run);
     }
     return run;
   }
@@ -756,9 +767,9 @@ export class SessionManager {
   }
 }
 
-/** Whether `caller` may see a session owned by `owner` (its creator's token, or admin; everyone without auth). */
+/** Whether `caller` may see a session owned by `owner` (its creator's token or tenant, or admin; everyone without auth). */
 function visibleTo(owner: string | null, caller: Caller): boolean {
-  return owner === null || caller === null || caller.admin || caller.name === owner;
+  return owner === null || caller === null || caller.admin || ownerOf(caller) === owner;
 }
 
 function snapshotEnv(snapshot: unknown): string {

@@ -70,7 +70,7 @@ async function dispatch(context: ServiceContext, message: Message, caller: Calle
   const ops = context.operations;
   switch (message.op as WsOp) {
     case "create":
-      return ops.createSession(message, caller);
+      return ops.createSession(message, caller, "ws");
     case "step":
       return ops.step(message.session_id, message, caller);
     case "snapshot":

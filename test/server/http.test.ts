@@ -462,9 +462,10 @@ describe("metrics and OpenAPI", () => {
     expect(res.body.openapi).toBe("3.1.0");
     const routes = server.service.routes;
     expect(routes.map((r) => `${r.method} ${r.url}`).sort()).toEqual([
-      "DELETE /v1/sessions/:id", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz", "GET /v1/envs", "GET /v1/envs/:env", "GET /v1/envs/:env/tasks",
-      "GET /v1/episodes/:id", "GET /v1/sessions/:id", "GET /v1/sessions/:id/snapshot", "GET /v1/ws", "POST /v1/episodes/:id/replay", "POST /v1/sessions",
-      "POST /v1/sessions/:id/restore", "POST /v1/sessions/:id/step", "POST /v1/tasks/sample",
+      "DELETE /v1/episodes/:id", "DELETE /v1/runs/:id", "DELETE /v1/sessions/:id", "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /readyz", "GET /v1/audit",
+      "GET /v1/envs", "GET /v1/envs/:env", "GET /v1/envs/:env/tasks", "GET /v1/episodes/:id", "GET /v1/runs", "GET /v1/runs/:id", "GET /v1/runs/:id/episodes",
+      "GET /v1/runs/:id/export", "GET /v1/runs/:id/tasks", "GET /v1/sessions/:id", "GET /v1/sessions/:id/snapshot", "GET /v1/ws", "POST /v1/episodes/:id/replay",
+      "POST /v1/purge", "POST /v1/sessions", "POST /v1/sessions/:id/restore", "POST /v1/sessions/:id/step", "POST /v1/tasks/sample",
     ]);
     for (const route of routes) {
       const op = res.body.paths[openApiPath(route.url)]?.[route.method.toLowerCase()];
