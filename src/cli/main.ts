@@ -22,6 +22,7 @@ import { integer, loadRegistry, moduleOption, print, progressBar, registryWith }
 import { registerMcpCommand } from "./mcp-command.js";
 import { registerNewCommand } from "./new-command.js";
 import { registerRewardCommands } from "./reward-commands.js";
+import { registerDataCommands } from "./data-commands.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
 import { registerWorkerCommand } from "./worker-command.js";
@@ -201,6 +202,7 @@ export function buildProgram(): Command {
     });
 
   registerRolloutCommands(program);
+  registerDataCommands(program);
   registerRewardCommands(program);
   registerMcpCommand(program);
   registerNewCommand(program);

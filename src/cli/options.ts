@@ -5,9 +5,12 @@ import { ValidationError } from "../core/errors.js";
 import { addModules } from "../core/load-module.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import { builtinRegistry } from "../envs/index.js";
+import { DEFAULT_STORE_PATH } from "../store/sqlite-store.js";
 
 /** Commander reducer for repeatable options. */
 export const collect = (value: string, previous: string[] = []) => [...previous, value];
+/** `--store PATH|URL`: the trajectory store a command reads or writes. */
+export const storeOption = () => new Option("--store <path>", "trajectory store: a SQLite file or a postgres:// URL").default(DEFAULT_STORE_PATH);
 /** `--module PATH` (repeatable): load environments from a user's file. */
 export const moduleOption = () => new Option("--module <path>", "load environments from a .ts/.js file (repeatable)").argParser(collect);
 

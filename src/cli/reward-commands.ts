@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { Option, type Command } from "commander";
+import type { Command } from "commander";
 import { NotFoundError, ValidationError } from "../core/errors.js";
 import { calibrationReport, type CalibrationItem, type CalibrationReport } from "../rewards/calibration.js";
 import { judgeVerifier, type Rubric } from "../rewards/judge.js";
@@ -17,9 +17,8 @@ import { runVerifier } from "../rewards/verifier.js";
 import { openStoreAt } from "../store/open.js";
 import type { StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { featuresOf } from "../tasks/features.js";
-import { integer, moduleOption, print, registryWith } from "./options.js";
+import { integer, moduleOption, print, registryWith, storeOption } from "./options.js";
 
-const storeOption = () => new Option("--store <path>", "trajectory store: a SQLite file or a postgres:// URL").default("./llmix-data/llmix.db");
 
 /** The stored episodes of a run with their steps, in store order (unknown_run when there is no such run). */
 async function episodesOf(store: TrajectoryStore, runId: string): Promise<StoredEpisode[]> {

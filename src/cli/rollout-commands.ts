@@ -23,10 +23,11 @@ import { EXPORT_FORMATS, exportEpisodes, exportVerlTools, whyEmpty } from "../st
 import { displayStore, openStoreAt } from "../store/open.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { renderTable } from "../qa/table.js";
-import { collect, integer, moduleOption, print, progressBar, registryWith } from "./options.js";
+import { cliAccess, withAccessOptions, type AccessFlags } from "./access.js";
+import { actorOf } from "../server/audit.js";
+import { collect, integer, moduleOption, print, progressBar, registryWith, storeOption } from "./options.js";
 import { formatTree } from "./tree.js";
 
-const storeOption = () => new Option("--store <path>", "trajectory store: a SQLite file or a postgres:// URL").default("./llmix-data/llmix.db");
 
 function number(name: string) {
   return (value: string): number => {
@@ -45,12 +46,6 @@ async function withStore<T>(path: string, fn: (store: TrajectoryStore) => Promis
   } finally {
     await store.close();
   }
-}
-
-async function requireEpisode(store: TrajectoryStore, id: string): Promise<StoredEpisode> {
-  const episode = await store.getEpisode(id);
-  if (!episode) throw new NotFoundError("unknown_episode", `no episode "${id}" in the store; list them with llmix episodes --run RUN`);
-  return { episode, steps: await store.getSteps(id) };
 }
 
 async function requireRun(store: TrajectoryStore, id: string) {
@@ -407,26 +402,28 @@ export function registerRolloutCommands(program: Command): void {
       });
     });
 
-  program
-    .command("runs")
-    .description("list the runs in the trajectory store")
-    .option("--limit <n>", "at most this many, newest first", integer("--limit", 1, 1_000_000), 50)
-    .addOption(storeOption())
-    .option("--json", "print JSON")
-    .action(async (opts: { limit: number; store: string; json?: boolean }) => {
-      await withStore(opts.store, async (store) => {
-        const runs = await store.listRuns({ limit: opts.limit });
-        const rows = await Promise.all(runs.map(async (r) => ({ ...r, stored_episodes: await store.countEpisodes({ run_id: r.run_id }) })));
-        if (opts.json) return print(JSON.stringify(rows.map(({ tools: _t, ...r }) => r), null, 2));
-        if (rows.length === 0) return print(`No runs in ${displayStore(opts.store)}. Start one with llmix rollout.`);
-        print(renderTable(
-          ["run", "env", "policy", "status", "episodes", "created"],
-          rows.map((r) => [r.run_id, `${r.env}@${r.env_version}`, r.policy, r.status, `${r.stored_episodes}/${r.planned_episodes}`, r.created_at]),
-        ));
-      });
+  withAccessOptions(
+    program
+      .command("runs")
+      .description("list the runs in the trajectory store (under --policy: the token's tenant's only)")
+      .option("--limit <n>", "at most this many, newest first", integer("--limit", 1, 1000), 50)
+      .addOption(storeOption())
+      .option("--json", "print JSON"),
+  ).action(async (opts: AccessFlags & { limit: number; store: string; json?: boolean }) => {
+    const registry = await registryWith(undefined);
+    await withStore(opts.store, async (store) => {
+      const { caller, ops } = cliAccess(opts, "trajectories:read", registry, store);
+      const { runs: rows } = await ops.runs(caller, { limit: opts.limit }, "cli");
+      if (opts.json) return print(JSON.stringify(rows.map(({ tools: _t, episodes, ...r }) => ({ ...r, stored_episodes: episodes })), null, 2));
+      if (rows.length === 0) return print(`No runs in ${displayStore(opts.store)}. Start one with llmix rollout.`);
+      print(renderTable(
+        ["run", "env", "policy", "status", "episodes", "created"],
+        rows.map((r) => [r.run_id, `${r.env}@${r.env_version}`, r.policy, r.status, `${r.episodes}/${r.planned_episodes}`, r.created_at]),
+      ));
     });
+  });
 
-  program
+  withAccessOptions(program
     .command("episodes")
     .description("list the episodes of a run (filters combine)")
     .requiredOption("--run <id>", "run id")
@@ -439,14 +436,16 @@ export function registerRolloutCommands(program: Command): void {
     .option("--failed", "only episodes whose verdict did not pass")
     .option("--limit <n>", "at most this many", integer("--limit", 1, 10_000_000), 200)
     .addOption(storeOption())
-    .option("--json", "print JSON")
-    .action(async (opts: { run: string; difficulty?: string; task?: string; status?: string; minReward?: number; maxReward?: number; passed?: boolean; failed?: boolean; limit: number; store: string; json?: boolean }) => {
+    .option("--json", "print JSON"))
+    .action(async (opts: AccessFlags & { run: string; difficulty?: string; task?: string; status?: string; minReward?: number; maxReward?: number; passed?: boolean; failed?: boolean; limit: number; store: string; json?: boolean }) => {
       if (opts.status !== undefined && opts.status !== "ok" && opts.status !== "error") {
         throw new ValidationError("invalid_argument", `--status must be ok or error, got "${opts.status}"`);
       }
       if (opts.passed && opts.failed) throw new ValidationError("invalid_argument", "--passed and --failed exclude each other");
+      const registry = await registryWith(undefined);
       await withStore(opts.store, async (store) => {
-        await requireRun(store, opts.run);
+        const { caller, ops } = cliAccess(opts, "trajectories:read", registry, store);
+        await ops.visibleRun(caller, opts.run, "cli");
         const query: EpisodeQuery = { run_id: opts.run, limit: opts.limit };
         if (opts.difficulty !== undefined) query.difficulty = opts.difficulty;
         if (opts.task !== undefined) query.task_id = opts.task;
@@ -456,6 +455,7 @@ export function registerRolloutCommands(program: Command): void {
         if (opts.passed) query.passed = true;
         if (opts.failed) query.passed = false;
         const episodes = await store.episodes(query);
+        await ops.audit.record(actorOf(caller), "read", { kind: "run", id: opts.run }, "cli", { episodes: episodes.length });
         if (opts.json) return print(JSON.stringify(episodes, null, 2));
         print(renderTable(
           ["episode", "status", "steps", "reward", "outcome", "grpo", "end", "error"],
@@ -464,22 +464,24 @@ export function registerRolloutCommands(program: Command): void {
       });
     });
 
-  program
+  withAccessOptions(program
     .command("show")
     .description("show one stored episode step by step, with its reward components")
     .requiredOption("--episode <id>", "episode id")
     .addOption(storeOption())
     .option("--json", "print JSON")
-    .option("--full", "print observations whole (by default long ones are cut)")
-    .action(async (opts: { episode: string; store: string; json?: boolean; full?: boolean }) => {
+    .option("--full", "print observations whole (by default long ones are cut)"))
+    .action(async (opts: AccessFlags & { episode: string; store: string; json?: boolean; full?: boolean }) => {
+      const registry = await registryWith(undefined);
       await withStore(opts.store, async (store) => {
-        const stored = await requireEpisode(store, opts.episode);
+        const { caller, ops } = cliAccess(opts, "trajectories:read", registry, store);
+        const stored = await ops.episode(caller, opts.episode, "cli");
         if (opts.json) return print(JSON.stringify(stored, null, 2));
         print(formatEpisode(stored, { full: opts.full === true }));
       });
     });
 
-  program
+  withAccessOptions(program
     .command("export")
     .description(`export a run's episodes as a dataset (${EXPORT_FORMATS.join(", ")}), or its verl tool config (verl-tools)`)
     .requiredOption("--run <id>", "run id")
@@ -491,15 +493,18 @@ export function registerRolloutCommands(program: Command): void {
     .option("--env <id>", "only this environment")
     .option("--json-strings", "trl-sft, trl-grpo: write `tools` and tool-call `arguments` as JSON strings (for `datasets` without Json())")
     .addOption(storeOption())
-    .option("--json", "print JSON")
-    .action(async (opts: { run: string; format: string; out: string; minReward?: number; successesOnly?: boolean; difficulty?: string; env?: string; jsonStrings?: boolean; store: string; json?: boolean }) => {
+    .option("--json", "print JSON"))
+    .action(async (opts: AccessFlags & { run: string; format: string; out: string; minReward?: number; successesOnly?: boolean; difficulty?: string; env?: string; jsonStrings?: boolean; store: string; json?: boolean }) => {
+      const registry = await registryWith(undefined);
       if (opts.format === "verl-tools") {
         // A run-level config (the run's tools), not an episode dataset: no filter applies.
         if ([opts.minReward, opts.successesOnly, opts.difficulty, opts.env, opts.jsonStrings].some((o) => o !== undefined)) {
           throw new ValidationError("invalid_argument", "verl-tools writes the run's tool config: episode filters and --json-strings do not apply");
         }
         return withStore(opts.store, async (store) => {
-          const result = await exportVerlTools(await requireRun(store, opts.run), opts.out);
+          const { caller, ops } = cliAccess(opts, "trajectories:export", registry, store);
+          const result = await exportVerlTools(await ops.visibleRun(caller, opts.run, "cli"), opts.out);
+          await ops.audit.record(actorOf(caller), "export", { kind: "run", id: opts.run }, "cli", { format: "verl-tools", rows: result.rows });
           if (opts.json) return print(JSON.stringify(result, null, 2));
           print(`wrote ${result.rows} verl tool entries (${result.bytes} bytes) to ${result.path}`);
         });
@@ -508,28 +513,32 @@ export function registerRolloutCommands(program: Command): void {
         throw new NotFoundError("unknown_format", `unknown format "${opts.format}"; valid: ${[...EXPORT_FORMATS, "verl-tools"].join(", ")}`);
       }
       await withStore(opts.store, async (store) => {
-        const run = await requireRun(store, opts.run);
+        const { caller, ops } = cliAccess(opts, "trajectories:export", registry, store);
+        const run = await ops.visibleRun(caller, opts.run, "cli");
         const result = await exportEpisodes(
           { run, episodes: store.streamEpisodes({ run_id: opts.run }) },
           { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }, jsonStrings: opts.jsonStrings },
         );
+        await ops.audit.record(actorOf(caller), "export", { kind: "run", id: opts.run }, "cli", { format: result.format, rows: result.rows, bytes: result.bytes });
         const why = result.rows === 0 ? whyEmpty(await store.episodes({ run_id: opts.run }), { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }) : null;
         if (opts.json) return print(JSON.stringify(why === null ? result : { ...result, empty_because: why }, null, 2));
         print(`wrote ${result.rows} ${result.format} rows (${result.bytes} bytes) to ${result.path}${why === null ? "" : `: ${why}`}`);
       });
     });
 
-  program
+  withAccessOptions(program
     .command("replay")
     .description("re-run a stored episode's actions on a fresh environment and compare with the record; exits 1 on any difference")
     .requiredOption("--episode <id>", "episode id")
     .addOption(storeOption())
     .option("--json", "print JSON")
-    .addOption(moduleOption())
-    .action(async (opts: { episode: string; store: string; json?: boolean; module?: string[] }) => {
+    .addOption(moduleOption()))
+    .action(async (opts: AccessFlags & { episode: string; store: string; json?: boolean; module?: string[] }) => {
       const registry = await registryWith(opts.module);
       await withStore(opts.store, async (store) => {
-        const stored = await requireEpisode(store, opts.episode);
+        const { caller, ops } = cliAccess(opts, "trajectories:read", registry, store);
+        const stored = await ops.readEpisode(caller, opts.episode, "cli");
+        await ops.audit.record(actorOf(caller), "replay", { kind: "episode", id: opts.episode }, "cli");
         const env = registry.get(stored.episode.env).create(envOptionsOf(await store.getRun(stored.episode.run_id)));
         try {
           const report = await replayEpisode(env, stored);

@@ -38,7 +38,8 @@ export class TrajectoryOperations {
 
   constructor(
     private readonly registry: EnvironmentRegistry,
-    private readonly manager: SessionManager,
+    /** Runs the jobs that need environment code (task features, replay); the CLI runs none of them here. */
+    private readonly manager: SessionManager | undefined,
     private readonly store: TrajectoryStore | undefined,
     /** The redaction applied to exports (the second gate after the one before storage), if any. */
     private readonly exportOptions: { redaction?: unknown } = {},
@@ -88,7 +89,7 @@ export class TrajectoryOperations {
     this.registry.get(run.env);
     const ids = new Set<string>();
     for (const e of await store.episodes({ run_id: runId, limit: MAX_METRIC_EPISODES })) ids.add(e.task_id);
-    return (await this.manager.job({ kind: "task_features", env: run.env, task_ids: [...ids].slice(0, 10_000) })) as { tasks: Record<string, TaskDescription> };
+    return (await this.requireManager().job({ kind: "task_features", env: run.env, task_ids: [...ids].slice(0, 10_000) })) as { tasks: Record<string, TaskDescription> };
   }
 
   /** GET /v1/episodes/:id: the stored episode and its steps. */
@@ -106,7 +107,7 @@ export class TrajectoryOperations {
     // The run's environment options (e.g. a step budget) shape the episode; the replay needs the same.
     const envOptions = (run?.config as { env_options?: Record<string, unknown> } | null | undefined)?.env_options ?? {};
     await this.audit.record(actorOf(caller), "replay", { kind: "episode", id: episodeId }, via);
-    return (await this.manager.job({ kind: "replay", stored, env_options: envOptions })) as ReplayReport;
+    return (await this.requireManager().job({ kind: "replay", stored, env_options: envOptions })) as ReplayReport;
   }
 
   /**
@@ -171,22 +172,27 @@ export class TrajectoryOperations {
     return { events: await this.requireStore().auditLog(q) };
   }
 
-  /** A run the caller may see; any other is unknown_run, and the attempt is audited. */
-  private async visibleRun(caller: Caller, runId: string, via: Via): Promise<RunRecord> {
+  /** A run the caller may see (not audited as a read: the caller's operation is); any other is unknown_run, and the attempt is audited. */
+  async visibleRun(caller: Caller, runId: string, via: Via): Promise<RunRecord> {
     const run = await this.requireStore().getRun(runId);
     if (run && visible(caller, run)) return run;
     if (run) await this.audit.record(actorOf(caller), "denied", { kind: "run", id: runId }, via, { owner: run.tenant ?? null });
-    throw new NotFoundError("unknown_run", `no run "${runId}" in the trajectory store (send the id URL-encoded)`);
+    throw new NotFoundError("unknown_run", `no run "${runId}" in the trajectory store (llmix runs or GET /v1/runs lists them; over HTTP send ids URL-encoded)`);
   }
 
   /** An episode with its steps that the caller may see; any other is unknown_episode, and the attempt is audited. */
-  private async readEpisode(caller: Caller, episodeId: string, via: Via): Promise<StoredEpisode> {
+  async readEpisode(caller: Caller, episodeId: string, via: Via): Promise<StoredEpisode> {
     const store = this.requireStore();
     const episode = await store.getEpisode(episodeId);
     const run = episode && (await store.getRun(episode.run_id));
     if (episode && run && visible(caller, run)) return { episode, steps: await store.getSteps(episodeId) };
     if (episode) await this.audit.record(actorOf(caller), "denied", { kind: "episode", id: episodeId }, via, { owner: run?.tenant ?? null });
-    throw new NotFoundError("unknown_episode", `no episode "${episodeId}" in the trajectory store (send the id URL-encoded: "/" as %2F)`);
+    throw new NotFoundError("unknown_episode", `no episode "${episodeId}" in the trajectory store (llmix episodes --run RUN lists them; over HTTP send ids URL-encoded: "/" as %2F)`);
+  }
+
+  private requireManager(): SessionManager {
+    if (!this.manager) throw new LlmixError("internal", "this operation runs environment code and needs environment hosts");
+    return this.manager;
   }
 
   private requireStore(): TrajectoryStore {
