@@ -8,7 +8,7 @@ const CHAOS = "test/chaos.e2e.test.ts";
  */
 const QUEUE_E2E = ["test/rollout/queue.e2e.test.ts", "test/rollout/queue-resume.e2e.test.ts"];
 /** Drive Debian's Chromium (several processes of its own): one file at a time, after the rest, so they neither starve nor are starved. */
-const BROWSER = ["src/sandboxes/web/browser-driver.test.ts", "src/envs/web-shop/faithfulness.test.ts"];
+const BROWSER = ["src/sandboxes/web/browser-driver.test.ts", "src/envs/web-shop/faithfulness.test.ts", "test/inspector.e2e.test.ts"];
 
 export default defineConfig({
   resolve: {

@@ -25,6 +25,7 @@ import { registerRewardCommands } from "./reward-commands.js";
 import { registerDataCommands } from "./data-commands.js";
 import { registerRolloutCommands } from "./rollout-commands.js";
 import { registerServeCommand } from "./serve-command.js";
+import { registerUiCommand } from "./ui-command.js";
 import { registerWorkerCommand } from "./worker-command.js";
 import { requireWellTypedModules } from "./typecheck.js";
 
@@ -207,6 +208,7 @@ export function buildProgram(): Command {
   registerMcpCommand(program);
   registerNewCommand(program);
   registerServeCommand(program);
+  registerUiCommand(program);
   registerWorkerCommand(program);
   return program;
 }

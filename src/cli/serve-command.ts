@@ -10,6 +10,7 @@ import { DEFAULT_BODY_LIMIT } from "../server/app.js";
 import { DEFAULT_RESIDENT_SESSIONS } from "../hosts/protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
 import { FLEET_DEFAULTS } from "../server/fleet.js";
+import { registerInspector } from "../server/inspector.js";
 import { mountMcp } from "../server/mcp.js";
 import { displayRedisUrl, redisUrl } from "../rollout/queue/queue-names.js";
 import { SERVE_DEFAULTS, startServer, stopOnSignals } from "../server/serve.js";
@@ -83,7 +84,11 @@ export function registerServeCommand(program: Command): void {
         hosts: flags.hosts, hostMemoryMb: flags.hostMemory, residentSessions: flags.residentSessions, snapshotKeyPath: flags.snapshotKey,
         fleetUrl: flags.fleet, fleetPrefix: flags.fleetPrefix, fleetCapacity: flags.fleetCapacity, envOptions: envOptionsByEnv(flags.envOptions, registry.ids()),
         // Each session's tools over MCP (streamable HTTP at /v1/sessions/:id/mcp), with the same auth and limits.
-        extraRoutes: (app, { manager }) => mountMcp(app, manager),
+        // and the trajectory inspector at /ui/ (its assets are public; the data it shows comes through the routes' auth).
+        extraRoutes: async (app, { manager }) => {
+          mountMcp(app, manager);
+          await registerInspector(app);
+        },
       });
       const stopped = stopOnSignals(server);
       const policy = server.service.policy;
@@ -92,7 +97,7 @@ export function registerServeCommand(program: Command): void {
       const envs = registry.ids().length;
       const fleet = server.service.fleet;
       const fleetNote = fleet ? ` · fleet ${displayRedisUrl(flags.fleet as string)} as ${fleet.replica}` : "";
-      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}${fleetNote}`);
+      print(`llmix serve: API ${server.url}/v1 · OpenAPI ${server.url}/openapi.json · inspector ${server.url}/ui/ · ${envs} environment${envs === 1 ? "" : "s"} · store ${displayStore(flags.store)}${fleetNote}`);
       await stopped;
     });
 }

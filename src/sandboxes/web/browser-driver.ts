@@ -18,8 +18,8 @@ export function chromiumPath(): string {
   return process.env.LLMIX_CHROMIUM ?? "/usr/bin/chromium";
 }
 
-// Without the networking flags, Chromium tries Google's hosts at every start (refused on closed networks).
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"];
+/** Chromium's flags: without the networking ones it tries Google's hosts at every start (refused on closed networks). */
+export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"];
 /** Longest a single browser gesture may take before it is an error (a page that never loads). */
 const ACTION_TIMEOUT_MS = 10_000;
 /** Largest form body the loopback server reads. */
