@@ -39,3 +39,7 @@ export { openStore, DEFAULT_STORE_PATH, type SqliteTrajectoryStore } from "./sto
 export { openStoreAt, type OpenStoreOptions } from "./store/open.js";
 export { openPostgresStore, type PostgresTrajectoryStore, type PostgresStoreOptions } from "./store/postgres-store.js";
 export type * from "./store/types.js";
+export {
+  Redactor, RedactionRulesSchema, parseRedactionRules, exportRedactor, restoreRedacted, redactionMarker, BUILTIN_RULES, DEFAULT_BUILTINS,
+  type RedactionRules, type Redacted, type RedactorSources, type BuiltinRule,
+} from "./store/redaction.js";

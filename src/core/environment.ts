@@ -125,6 +125,29 @@ export interface EnvironmentInfo {
    * the final answer). MCP clients get a `send_message` tool for a declared channel.
    */
   messages?: MessageChannel | null;
+  /**
+   * What this environment's records may hold of personal data, beyond what `sensitiveValues` lists for an
+   * episode. A deployment's redaction rules (src/store/redaction.ts) apply it before anything is stored,
+   * exported or replayed; it changes nothing the agent sees.
+   */
+  sensitive?: SensitiveDeclaration;
+}
+
+/**
+ * Personal data an environment declares (`EnvironmentInfo.sensitive`). Rule names are lowercase
+ * letters, digits, "_" and "-"; a redacted value becomes `[redacted:<rule>]`.
+ */
+export interface SensitiveDeclaration {
+  /** JSON keys whose string and number values are personal data wherever they appear (any case): replaced whole. */
+  fields?: readonly string[];
+  /** Forms of personal data in text, as POSIX extended regular expressions (run by a linear-time engine, line by line). */
+  patterns?: ReadonlyArray<{ name: string; regex: string; flags?: "i" }>;
+}
+
+/** One personal value of the current episode's world: the rule it is redacted under, and the value. */
+export interface SensitiveValue {
+  rule: string;
+  value: string;
 }
 
 /** What a message action is in an environment (`EnvironmentInfo.messages`). */
@@ -363,6 +386,15 @@ export abstract class BaseEnvironment<Task = unknown, World = unknown>
   /** The reference solver for the current episode (call after reset). Must solve every task. */
   referenceSolver(): Policy {
     throw new LlmixError("internal", `${this.info.id} declares no reference solver`);
+  }
+  /**
+   * The personal values of the current episode's world — the names, emails, addresses, card digits
+   * drawn for this task — in an order fixed by the task and seed (call after reset). Redaction replaces
+   * each wherever it appears in a record by `[redacted:<rule>#<index in this list>]`, so a replay can
+   * send the value again (src/store/redaction.ts). Default: none.
+   */
+  sensitiveValues(): SensitiveValue[] {
+    return [];
   }
   /** Probe policies that try to score without doing the task (call after reset), by name. */
   probes(): Record<string, Policy> {

@@ -8,6 +8,7 @@ import type { ToolSpec } from "../core/contract.js";
 import { ValidationError } from "../core/errors.js";
 import { summarize, type EnvironmentRegistry, type EnvironmentSummary } from "../core/registry.js";
 import { replayEpisode, type ReplayReport } from "../rollout/replay.js";
+import type { RedactionRules } from "../store/redaction.js";
 import { parseSplit, sampleTaskIds } from "../tasks/splits.js";
 import { featuresOf, hasFeatures } from "../tasks/features.js";
 import { restoreSampler, TaskSampler, type SamplerConfig, type SamplerSpec, type SamplerState } from "../tasks/sampler.js";
@@ -22,8 +23,14 @@ export interface EnvDetail extends EnvironmentSummary {
 /** Most task ids one listing may ask for. */
 export const MAX_TASK_LISTING = 100_000;
 
+/** What jobs run under besides the registry. */
+export interface JobOptions {
+  /** The data policy's redaction rules: a replay report holds only redacted values (src/rollout/replay.ts). */
+  redaction?: RedactionRules;
+}
+
 /** Run a job against the host's registry. */
-export async function runJob(registry: EnvironmentRegistry, job: HostJob): Promise<unknown> {
+export async function runJob(registry: EnvironmentRegistry, job: HostJob, options: JobOptions = {}): Promise<unknown> {
   switch (job.kind) {
     case "summaries":
       return registry.list().map(summarize);
@@ -34,7 +41,7 @@ export async function runJob(registry: EnvironmentRegistry, job: HostJob): Promi
     case "sample":
       return sampleTasks(registry, job.env, job.request);
     case "replay":
-      return replay(registry, job);
+      return replay(registry, job, options.redaction);
     case "task_features":
       return taskFeatures(registry, job.env, job.task_ids);
   }
@@ -154,10 +161,10 @@ async function sampleTasks(registry: EnvironmentRegistry, id: string, request: S
 }
 
 /** Re-run a stored episode's actions on a fresh instance (with the run's environment options). */
-async function replay(registry: EnvironmentRegistry, job: Extract<HostJob, { kind: "replay" }>): Promise<ReplayReport> {
+async function replay(registry: EnvironmentRegistry, job: Extract<HostJob, { kind: "replay" }>, redaction: RedactionRules | undefined): Promise<ReplayReport> {
   const env = registry.get(job.stored.episode.env).create({ ...job.env_options });
   try {
-    return await replayEpisode(env, job.stored);
+    return await replayEpisode(env, job.stored, { redaction });
   } finally {
     await env.close();
   }

@@ -12,6 +12,7 @@ import { availableParallelism } from "node:os";
 import { LlmixError, ServiceError, ValidationError } from "../core/errors.js";
 import type { EnvironmentRegistry } from "../core/registry.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/index.js";
+import { parseRedactionRules, type RedactionRules } from "../store/redaction.js";
 import { Host, type HostDeath, type PendingRequest } from "./host.js";
 import type { HostConfig, HostJob, HostRequest, HostResults, OpenedSession, SessionRebuild, SessionStart, StepReply } from "./protocol.js";
 import { DEFAULT_THREAD_HEAP_MB } from "./thread.js";
@@ -36,6 +37,12 @@ export interface HostPoolOptions {
   checkpointEvery?: number;
   /** Options each environment's session instances are created with, by environment id. */
   envOptions?: Record<string, Record<string, unknown>>;
+  /**
+   * The data policy's redaction rules (src/store/redaction.ts): hosts redact each recorded step and
+   * episode summary before handing it over, and replay jobs their reports. Replies to the live client
+   * are never redacted. Absent: nothing is.
+   */
+  redaction?: RedactionRules;
   /** A session that could not be rebuilt after its host stopped (the pool has forgotten it). */
   onSessionLost?: (sid: string, error: LlmixError) => void;
 }
@@ -98,7 +105,9 @@ export class HostPool {
     if (!Number.isSafeInteger(this.heapMb) || this.heapMb < 16) throw new ValidationError("invalid_config", `host memory must be an integer >= 16 MiB, got ${this.heapMb}`);
     this.jobTimeoutMs = options.jobTimeoutMs ?? (options.stepTimeoutMs === 0 ? 0 : Math.max(10_000, options.stepTimeoutMs * 10));
     this.checkpointEvery = options.checkpointEvery ?? 32;
-    this.config = { modules: [...options.modules], snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, envOptions: options.envOptions };
+    // Checked here, where the caller sees the error, not in each host as it starts.
+    if (options.redaction !== undefined) parseRedactionRules(options.redaction);
+    this.config = { modules: [...options.modules], snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, envOptions: options.envOptions, redaction: options.redaction };
     this.counts = new Array<number>(size).fill(0);
     this.startFailures = new Array<number>(size).fill(0);
     this.stats = { hosts: size, hosts_started: 0, hosts_stopped: { step_timeout: 0, resource_exhausted: 0, host_failed: 0 }, sessions_rebuilt: 0, sessions_lost: 0, last_rebuild: null };

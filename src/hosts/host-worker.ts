@@ -50,7 +50,7 @@ async function handle(sessions: HostedSessions, registry: ReturnType<typeof buil
     case "close":
       return sessions.close(request.sid, new Date(request.created_at), new Date(request.closed_at));
     case "job":
-      return runJob(registry, request.job);
+      return runJob(registry, request.job, { redaction: config.redaction });
   }
 }
 
@@ -153,7 +153,7 @@ class Server {
 async function main(): Promise<void> {
   const registry = builtinRegistry();
   await addModules(registry, config.modules);
-  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey), config.residentSessions, Date.now, config.envOptions), registry);
+  new Server(new HostedSessions(registry, new SnapshotSigner(config.snapshotKey), config.residentSessions, Date.now, config.envOptions, config.redaction), registry);
   port.postMessage({ ready: true } satisfies HostNotice);
 }
 

@@ -23,6 +23,7 @@ import { LlmixError, ServiceError, toLlmixError, ValidationError } from "../core
 import type { AnyEnvironment, EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { emptyTally, episodeRecordOf, tallyStep, type EpisodeTally } from "../rollout/episode.js";
+import { Redactor, type RedactionRules } from "../store/redaction.js";
 import type { EpisodeRecord } from "../store/types.js";
 import { mcpTools } from "../tools/mcp-tools.js";
 import { DEFAULT_RESIDENT_SESSIONS, PARK_IDLE_MS, type OpenedSession, type SessionRebuild, type SessionStart, type StepReply } from "./protocol.js";
@@ -49,6 +50,8 @@ interface HostedSession {
   /** Totals of the episode's steps (up to its end): the close summary is built from them. */
   tally: EpisodeTally;
   digest: string;
+  /** With redaction rules: the episode's redactor (its values are the world's at reset or the last restore). */
+  redactor: Redactor | null;
 }
 
 /** What a checkpoint holds: enough to continue the session exactly, without replaying what came before. */
@@ -82,6 +85,11 @@ export class HostedSessions {
     private readonly now: () => number = Date.now,
     /** Options each environment's instances are created with, by environment id (`llmix serve --env-options`). */
     private readonly envOptions: Readonly<Record<string, Record<string, unknown>>> = {},
+    /**
+     * The data policy's redaction rules: each recorded step and the episode summary are redacted here,
+     * before they leave the host; the step's answer to the live client is not.
+     */
+    private readonly redaction?: RedactionRules,
   ) {
     if (!Number.isSafeInteger(residentSessions) || residentSessions < 1) throw new LlmixError("internal", `resident sessions must be an integer >= 1, got ${residentSessions}`);
   }
@@ -124,7 +132,7 @@ export class HostedSessions {
       const body = JSON.stringify({ session_id: start.sid, env: entry.id, env_version: env.info.version, task_id: taskId, seed, observation, tools: env.tools() });
       const session: HostedSession = {
         sid: start.sid, env, parked: null, envId: entry.id, envVersion: env.info.version, lastUsed: this.now(), taskId, seed, record: start.record, policyCheckpoint: start.policy_checkpoint, observation,
-        stepCount: step, ended, tally: emptyTally(), digest: digestOf(body),
+        stepCount: step, ended, tally: emptyTally(), digest: digestOf(body), redactor: this.redactorFor(env),
       };
       this.sessions.set(start.sid, session);
       await this.makeResident(session, env);
@@ -174,8 +182,10 @@ export class HostedSessions {
         episodeId: s.sid, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint,
         step: s.tally.steps + 1, observation: s.observation, action, result,
       });
-      tallyStep(s.tally, summaryOnly(full));
-      if (s.record) record = full;
+      // The summary keeps only the last step's info (its verdict): redacting it is cheap on every step.
+      const summary = summaryOnly(full);
+      tallyStep(s.tally, s.redactor ? s.redactor.redactRecord(summary) : summary);
+      if (s.record) record = s.redactor ? s.redactor.redactRecord(full) : full;
     }
     s.observation = result.observation;
     const ended = counted && (result.terminated || result.truncated);
@@ -209,7 +219,10 @@ export class HostedSessions {
     if (snapshot.env !== s.envId) {
       throw new ValidationError("invalid_snapshot", `snapshot is of ${String(snapshot.env)}; this session runs ${s.envId}`);
     }
-    await (await this.live(s)).restore(snapshot);
+    const env = await this.live(s);
+    await env.restore(snapshot);
+    // Another task or seed has other people in its world.
+    s.redactor = this.redactorFor(env);
     s.taskId = snapshot.task_id;
     s.seed = snapshot.seed;
     s.tally = emptyTally();
@@ -321,6 +334,11 @@ export class HostedSessions {
     s.ended = checkpoint.ended;
     s.tally = checkpoint.tally;
     s.digest = checkpoint.digest;
+  }
+
+  /** The redactor of the episode `env` holds now (null without rules). */
+  private redactorFor(env: AnyEnvironment): Redactor | null {
+    return this.redaction ? Redactor.forEpisode(this.redaction, env) : null;
   }
 
   private checkedSnapshot(raw: unknown, trusted: boolean): EnvironmentSnapshot {

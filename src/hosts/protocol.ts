@@ -4,6 +4,7 @@
  * back to a client travel as JSON text the host already serialized, so the serving thread only copies.
  */
 import type { ToolSpec, TrajectoryStepRecord } from "../core/contract.js";
+import type { RedactionRules } from "../store/redaction.js";
 import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
 
 /** What a host is started with (workerData). */
@@ -21,6 +22,8 @@ export interface HostConfig {
   residentSessions?: number;
   /** Options each environment's session instances are created with, by environment id. */
   envOptions?: Record<string, Record<string, unknown>>;
+  /** The data policy's redaction rules: applied to recorded steps, episode summaries and replay reports. */
+  redaction?: RedactionRules;
 }
 
 /** The channel a host is given besides its config: where requests arrive and replies go (see host.ts). */

@@ -10,6 +10,7 @@ import type { AnyEnvironment } from "../core/registry.js";
 import { runPolicy } from "../core/run-policy.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { parseTaskId } from "../tasks/task-id.js";
+import { Redactor, restoreRedacted, type RedactionRules } from "../store/redaction.js";
 import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
 import type { PolicySource } from "./policies/index.js";
 
@@ -41,19 +42,25 @@ export interface EpisodeOptions {
   timeoutMs?: number;
   /** Each step record as it is taken (none after the episode was abandoned): the same records the outcome holds. */
   onStep?: (record: TrajectoryStepRecord) => void;
+  /**
+   * Redact each record as it is made, before anything sees it (src/store/redaction.ts): with the
+   * environment's declaration and its values for the episode (known once it is reset). Absent: none.
+   */
+  redaction?: RedactionRules;
 }
 
 /** Run one episode job on `env` (not in use by anything else) with a policy from `source`. */
 export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, options: EpisodeOptions = {}): Promise<EpisodeOutcome> {
   const startedAt = new Date();
   const steps: TrajectoryStepRecord[] = [];
-  const state = { aborted: false };
-  const loop = driveEpisode(env, job, source, (record) => {
+  const state: DriveState = { aborted: false, redactor: null };
+  const loop = driveEpisode(env, job, source, (made) => {
     // An abandoned episode may still finish the step it was in: that record is not the episode's.
     if (state.aborted) return;
+    const record = state.redactor ? state.redactor.redactRecord(made) : made;
     steps.push(record);
     options.onStep?.(record);
-  }, state);
+  }, state, options.redaction);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     if (options.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), options.timeoutMs);
@@ -75,12 +82,29 @@ export async function runEpisode(env: AnyEnvironment, job: EpisodeJob, source: P
     clearTimeout(timer);
   }
   const finishedAt = new Date();
+  if (error && options.redaction) {
+    // An error message can quote the world (a tool's crash); before reset there are no episode values.
+    const redactor = state.redactor ?? new Redactor(options.redaction);
+    error = new LlmixError(error.code, redactor.redactText(error.message).value);
+  }
   return { stored: { episode: episodeRecord(job, steps.slice(), error, startedAt, finishedAt), steps: steps.slice() }, reusable };
 }
 
-async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, record: (step: TrajectoryStepRecord) => void, state: { aborted: boolean }): Promise<void> {
+/** What an episode's loop shares with its caller: whether it was abandoned, and its redactor once reset. */
+interface DriveState {
+  aborted: boolean;
+  redactor: Redactor | null;
+}
+
+async function driveEpisode(env: AnyEnvironment, job: EpisodeJob, source: PolicySource, record: (step: TrajectoryStepRecord) => void, state: DriveState, redaction: RedactionRules | undefined): Promise<void> {
   const initial = await env.reset(job.task_id, job.seed);
-  const policy = source.create({ env, taskId: job.task_id, seed: job.seed, groupIndex: job.group_index, replayActions: job.replay_actions });
+  let replayActions = job.replay_actions;
+  if (redaction) {
+    state.redactor = Redactor.forEpisode(redaction, env);
+    // Replayed actions were stored redacted: the episode's own values go back where their markers are.
+    if (replayActions) replayActions = restoreRedacted(replayActions, env.sensitiveValues());
+  }
+  const policy = source.create({ env, taskId: job.task_id, seed: job.seed, groupIndex: job.group_index, replayActions });
   let step = 0;
   await runPolicy(env, policy, {
     maxSteps: env.maxSteps,

@@ -18,6 +18,7 @@ import { featuresOf } from "../tasks/features.js";
 import { TaskSampler, type SamplerSpec } from "../tasks/sampler.js";
 import { parseSplit, sampleTaskIds, type Split } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
+import { parseRedactionRules, type RedactionRules } from "../store/redaction.js";
 import { episodeIdOf } from "../store/types.js";
 import type { EpisodeJob } from "./episode.js";
 
@@ -51,6 +52,11 @@ export interface RolloutConfig {
   advantage_on?: AdvantageOn;
   /** Draw the tasks with a sampler (`--mix FILE`, `--curriculum FILE`) instead of uniformly over `difficulties`. */
   sampler?: RolloutSampler;
+  /**
+   * The data policy's redaction rules (src/store/redaction.ts): every step record and episode row is
+   * redacted on the thread that ran it, before it is stored. Kept with the run, so a resume redacts alike.
+   */
+  redaction?: RedactionRules;
 }
 
 /** A run's task sampler: its spec (seeded by the run's seed, in the run's split). */
@@ -92,6 +98,7 @@ export function validateConfig(config: RolloutConfig): RolloutConfig {
   if (config.advantage_on !== undefined && !(ADVANTAGE_ON as readonly string[]).includes(config.advantage_on)) {
     throw bad("advantage_on", `must be one of ${ADVANTAGE_ON.join(", ")}, got "${String(config.advantage_on)}"`);
   }
+  if (config.redaction !== undefined) parseRedactionRules(config.redaction, "redaction");
   if (config.sampler !== undefined) {
     const { sampler } = config;
     if (typeof sampler !== "object" || sampler === null || typeof sampler.spec !== "object" || sampler.spec === null) throw bad("sampler", "must be {spec, train_step?, batch_groups?}");

@@ -28,6 +28,7 @@ import type { TrajectoryStepRecord } from "../core/contract.js";
 import { LlmixError, type ErrorCode } from "../core/errors.js";
 import { isOutOfMemory } from "../hosts/thread.js";
 import type { EpisodeRecord, StoredEpisode } from "../store/types.js";
+import { Redactor } from "../store/redaction.js";
 import { episodeRecord, type EpisodeJob } from "./episode.js";
 import type { JobRunnerOptions } from "./pool.js";
 import type { MainMessage, WorkerMessage, WorkerRun } from "./worker-pool.js";
@@ -345,8 +346,12 @@ export class PoolRun {
     if (jobs.length > half) this.batches.push(jobs.slice(half));
   }
 
-  private deliverFailure(attempt: Attempt, error: LlmixError): void {
+  private deliverFailure(attempt: Attempt, failure: LlmixError): void {
     const steps = attempt.steps.slice();
+    // The steps were redacted on their thread; a crash's message (environment code's words) is redacted
+    // here, by the rules alone: the episode's values died with its thread.
+    const rules = this.options.config.redaction;
+    const error = rules ? new LlmixError(failure.code, new Redactor(rules).redactText(failure.message).value) : failure;
     this.deliver({ episode: episodeRecord(attempt.job, steps, error, attempt.startedAt ?? new Date(), new Date()), steps });
   }
 

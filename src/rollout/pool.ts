@@ -44,7 +44,7 @@ export async function runSlots(
     let env = options.create();
     try {
       for (let job = await take(); job !== null; job = await take()) {
-        const { stored, reusable } = await runEpisode(env, job, options.source, { timeoutMs: options.config.timeout_ms, onStep: options.onStep });
+        const { stored, reusable } = await runEpisode(env, job, options.source, { timeoutMs: options.config.timeout_ms, onStep: options.onStep, redaction: options.config.redaction });
         options.onResult(stored);
         // An in-process episode may never leave the microtask queue: yield so the store write (and the
         // progress bar) run now, not after the whole run.

@@ -7,6 +7,7 @@
 import type { Action, Observation, StepResult, TrajectoryStepRecord } from "../core/contract.js";
 import { canonicalJson, type JsonValue, toJsonValue } from "../core/json.js";
 import type { AnyEnvironment } from "../core/registry.js";
+import { Redactor, restoreRedacted, type RedactionRules } from "../store/redaction.js";
 import type { StoredEpisode } from "../store/types.js";
 
 /** The action a step record says was sent: the raw value for an invalid action, so a replay resends it. */
@@ -37,27 +38,42 @@ export interface ReplayReport {
   replayed: { total_reward: number; outcome: number | null; verdict: JsonValue | null };
 }
 
+/** How to replay. */
+export interface ReplayOptions {
+  /**
+   * The data policy's redaction rules: the stored actions' known-value markers are replaced by the
+   * episode's values before they are sent, and both sides of every comparison are redacted alike, so a
+   * redacted episode replays as matched and the report holds no raw value (src/store/redaction.ts).
+   */
+  redaction?: RedactionRules;
+}
+
 /** Re-run a stored episode's actions on `env` (reset to its task and seed) and compare step by step. */
-export async function replayEpisode(env: AnyEnvironment, stored: StoredEpisode): Promise<ReplayReport> {
+export async function replayEpisode(env: AnyEnvironment, stored: StoredEpisode, options: ReplayOptions = {}): Promise<ReplayReport> {
   const { episode, steps } = stored;
   const diffs: ReplayDiff[] = [];
   let observation: Observation = await env.reset(episode.task_id, episode.seed);
+  const redactor = options.redaction ? Redactor.forEpisode(options.redaction, env) : null;
+  const values = redactor ? env.sensitiveValues() : [];
+  const red = (value: unknown): unknown => (redactor ? redactor.redactJson(toJsonValue(value ?? null)).value : value);
+  const check = (step: number, field: string, recorded: unknown, replayed: unknown) => compare(diffs, step, field, red(recorded), red(replayed));
   let total = 0;
   let last: StepResult | undefined;
   for (const record of steps) {
-    compare(diffs, record.step, "observation", record.observation, { rendered: observation.rendered, tokens: observation.tokens });
-    last = await env.step(sentAction(record) as Action);
+    check(record.step, "observation", record.observation, { rendered: observation.rendered, tokens: observation.tokens });
+    const action = sentAction(record);
+    last = await env.step((redactor ? restoreRedacted(action, values) : action) as Action);
     total += last.reward;
     const toolResult = last.info.tool_result ?? null;
-    compare(diffs, record.step, "tool_result", record.tool_result, toolResult);
-    compare(diffs, record.step, "reward_components", record.reward_components, last.rewardComponents);
-    compare(diffs, record.step, "terminated", record.terminated, last.terminated);
-    compare(diffs, record.step, "truncated", record.truncated, last.truncated);
-    compare(diffs, record.step, "info", record.info ?? null, last.info);
+    check(record.step, "tool_result", record.tool_result, toolResult);
+    check(record.step, "reward_components", record.reward_components, last.rewardComponents);
+    check(record.step, "terminated", record.terminated, last.terminated);
+    check(record.step, "truncated", record.truncated, last.truncated);
+    check(record.step, "info", record.info ?? null, last.info);
     observation = last.observation;
   }
   const ended = last !== undefined && (last.terminated || last.truncated);
-  const verdict = ended ? (toJsonValue(last?.info.verdict ?? null) as JsonValue) : null;
+  const verdict = ended ? (red(toJsonValue(last?.info.verdict ?? null)) as JsonValue) : null;
   return {
     episode_id: episode.episode_id,
     task_id: episode.task_id,
@@ -67,7 +83,7 @@ export async function replayEpisode(env: AnyEnvironment, stored: StoredEpisode):
     steps: steps.length,
     matched: diffs.length === 0,
     diffs,
-    recorded: { total_reward: episode.total_reward, outcome: episode.outcome, verdict: episode.verdict },
+    recorded: { total_reward: episode.total_reward, outcome: episode.outcome, verdict: red(episode.verdict) as JsonValue | null },
     replayed: { total_reward: total, outcome: ended ? (last?.rewardComponents.task ?? 0) : null, verdict },
   };
 }

@@ -17,6 +17,7 @@ import type { JsonValue } from "../core/json.js";
 import type { AnyEnvironment, EnvironmentEntry, EnvironmentRegistry } from "../core/registry.js";
 import { BUILTIN_ENVIRONMENTS } from "../envs/index.js";
 import { startHeartbeat } from "../store/liveness.js";
+import { Redactor } from "../store/redaction.js";
 import { episodeIdOf, type Advantages, type EpisodeRecord, type RunRecord, type StoredEpisode, type TrajectoryStore } from "../store/types.js";
 import { groupAdvantages } from "./advantages.js";
 import type { EpisodeJob } from "./episode.js";
@@ -273,7 +274,8 @@ async function createRun(store: TrajectoryStore, entry: EnvironmentEntry, runId:
     policy: config.policy,
     policy_checkpoint: config.policy_checkpoint,
     config: config as unknown as JsonValue,
-    tools: planner.tools(),
+    // The tools of an episode can hold its world's data (an enum of its customers, say).
+    tools: config.redaction ? Redactor.forEpisode(config.redaction, planner).redactJson(planner.tools()).value : planner.tools(),
     status: "running",
     planned_episodes: Math.ceil(config.n / config.group) * config.group,
     created_at: new Date().toISOString(),

@@ -25,6 +25,7 @@ import type { EnvironmentRegistry } from "../core/registry.js";
 import { toStepRecord } from "../core/trajectory.js";
 import { HostPool, modulesFor, type HostPoolStats } from "../hosts/host-pool.js";
 import { randomSnapshotKey } from "../hosts/signing.js";
+import type { RedactionRules } from "../store/redaction.js";
 import { episodeRecord, type EpisodeJob } from "../rollout/episode.js";
 import { startHeartbeat, type Heartbeat } from "../store/liveness.js";
 import type { EpisodeRecord, RunRecord, TrajectoryStore } from "../store/types.js";
@@ -56,6 +57,8 @@ export interface SessionManagerOptions {
   fleet?: Fleet;
   /** Options each environment's session instances are created with, by environment id (a judge, a step budget). */
   envOptions?: Record<string, Record<string, unknown>>;
+  /** The data policy's redaction rules: the hosts redact recorded steps, episode summaries and replay reports (src/store/redaction.ts). */
+  redaction?: RedactionRules;
 }
 
 /**
@@ -203,6 +206,7 @@ export class SessionManager {
       residentSessions: options.residentSessions,
       onSessionLost: (sid, error) => void this.onLost(sid, error),
       envOptions: options.envOptions,
+      redaction: options.redaction,
     });
   }
 

@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
-import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome } from "../../core/environment.js";
+import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome, type SensitiveDeclaration, type SensitiveValue } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { HackingHooks } from "../../core/hacking.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
@@ -22,7 +22,7 @@ import { formatUsd, refundTimeline, renderPolicy, RULES, type RemedyKind } from 
 import { QUERIES } from "./queries.js";
 import { scenarioKey } from "../../tasks/features.js";
 import { BILLING_FEATURES, billingTasks, ENV_ID, type ChargeRemedy, type ScenarioOptions, type Task } from "./tasks.js";
-import { TOOLS, violate } from "./tools.js";
+import { maskedEmail, maskedPhone, TOOLS, violate } from "./tools.js";
 import { billingState, communicationRubric, judgedOutcomeVerifier, outcomeVerifier, renderConversation, type BillingState, type VerifyInput } from "./verifier.js";
 import { restoreWorld, snapshotWorld, worldSchema } from "./snapshot.js";
 import { capOf, createDatabase, type Session, type World } from "./world.js";
@@ -143,6 +143,21 @@ const END_REASONS: Record<CustomerEnd, string> = {
   out_of_patience: "customer_out_of_patience",
 };
 
+/**
+ * Personal data of billing records beyond each episode's values (see `sensitiveValues`): a card's last
+ * four digits as people write them ("card ending 4242"; the world's own digits are known values, this
+ * catches others an agent or a customer types). No fields: every person's data in the world is a known
+ * value (masked forms included), and the contact fields are also tool arguments (verify_identity's
+ * email, card_last4, postal_code), where replacing whatever the agent typed whole would make a replay
+ * send the marker instead; an email or card number typed there is caught by the detectors.
+ */
+const SENSITIVE: SensitiveDeclaration = {
+  patterns: [{ name: "card_last4", regex: "(card|visa|mastercard|amex|discover|ending|ends in|last (4|four)( digits)?:?) *[0-9]{4}\\b", flags: "i" }],
+};
+
+/** One personal value (a function, not a literal: integrity.test.ts reads `rule: "..."` literals as violation ids). */
+const personal = (rule: string, value: string): SensitiveValue => ({ rule, value });
+
 /** The reference world as the state verifier compares it (a view: no snapshot round trip). */
 const referenceBillingState = (world: World): BillingState => billingState(world.db);
 
@@ -161,6 +176,7 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
     maxSteps: 36,
     // onMessage: the customer replies to each message, and leaves once satisfied (or out of patience).
     messages: { kind: "conversation", recipient: "the customer" },
+    sensitive: SENSITIVE,
     components: {
       policy_violation: {
         min: -1,
@@ -389,6 +405,26 @@ export class BillingDispute extends BaseEnvironment<Task, World> {
         return last;
       },
     };
+  }
+
+  /**
+   * Every person of the task's world: each customer's name (whole, then first and last), email, phone,
+   * postal code and card digits, the masked email and phone lookup_customer shows, what the caller says
+   * (wrong details when verification is to fail), and the support agent's name.
+   */
+  override sensitiveValues(): SensitiveValue[] {
+    const task = this.episode.task;
+    const out: SensitiveValue[] = [];
+    for (const c of task.customers) {
+      out.push(personal("name", c.name), personal("email", c.email), personal("phone", c.phone));
+      out.push(personal("postal_code", c.postal_code), personal("card_last4", c.card_last4));
+      out.push(personal("email", maskedEmail(c.email)), personal("phone", maskedPhone(c.phone)));
+    }
+    const says = task.persona.says;
+    out.push(personal("email", says.email), personal("card_last4", says.card_last4), personal("postal_code", says.postal_code));
+    out.push(personal("name", task.agent.name));
+    for (const c of task.customers) for (const part of c.name.split(" ")) out.push(personal("name", part));
+    return out;
   }
 
   // ---- probes ----------------------------------------------------------------------------------------

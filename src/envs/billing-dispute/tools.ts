@@ -125,6 +125,16 @@ export const getAgentProfile = defineTool({
   },
 });
 
+/** An email as lookup_customer shows it: the first two characters and the domain. */
+export function maskedEmail(email: string): string {
+  return `${email.slice(0, 2)}***@${email.split("@")[1] ?? ""}`;
+}
+
+/** A phone number as lookup_customer shows it: the last four digits. */
+export function maskedPhone(phone: string): string {
+  return `***-${phone.slice(-4)}`;
+}
+
 export const lookupCustomer = defineTool({
   name: "lookup_customer",
   description: "Find customers by email (exact), customer id, phone, or part of the name. Contact details are masked.",
@@ -143,8 +153,8 @@ export const lookupCustomer = defineTool({
       matches: rows.map((r) => ({
         customer_id: r.id,
         name: r.name,
-        email: `${r.email.slice(0, 2)}***@${r.email.split("@")[1] ?? ""}`,
-        phone: `***-${r.phone.slice(-4)}`,
+        email: maskedEmail(r.email),
+        phone: maskedPhone(r.phone),
         card_brand: r.card_brand,
         customer_since: r.created_at.slice(0, 10),
       })),

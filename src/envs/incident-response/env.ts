@@ -6,7 +6,7 @@
  */
 import type { z } from "zod";
 import type { Action, ToolResult } from "../../core/contract.js";
-import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome } from "../../core/environment.js";
+import { BaseEnvironment, type EnvironmentInfo, type EnvironmentOptions, type Episode, type GoalCondition, type MessageOutcome, type SensitiveValue } from "../../core/environment.js";
 import type { JsonValue } from "../../core/json.js";
 import type { HackingHooks } from "../../core/hacking.js";
 import type { Policy, PolicyTurn } from "../../core/policy.js";
@@ -90,6 +90,20 @@ export class IncidentResponse extends BaseEnvironment<Task, World> {
   constructor(options: IncidentResponseOptions = {}) {
     super(options);
     this.tasks = incidentTasks(options.scenario ?? {});
+  }
+
+  /**
+   * The employees of the task's fleet: each human account's name (whole, then first and last) and
+   * username. Nothing is declared beyond these (`info.sensitive`): the tools answer in text, the emails
+   * of stuffed logins are caught by the email detector, and addresses are what the task is about
+   * (attackers to block; a deployment that wants them gone opts in to the `ipv4` detector).
+   */
+  override sensitiveValues(): SensitiveValue[] {
+    const humans = this.episode.task.accounts.filter((a) => a.role !== "service");
+    const out: SensitiveValue[] = [];
+    for (const a of humans) out.push({ rule: "name", value: a.name }, { rule: "username", value: a.username });
+    for (const a of humans) for (const part of a.name.split(" ")) out.push({ rule: "name", value: part });
+    return out;
   }
 
   protected override startTime(task: Task): number {

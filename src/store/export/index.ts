@@ -16,12 +16,15 @@ import { ExportFile } from "./output.js";
 import { parseJsonStrings, toFunctionTools, toGrpoRow, toJsonStringRow, toSftRow } from "./trl.js";
 import { writeVerl } from "./verl.js";
 import { writeVerlSft } from "./verl-sft.js";
+import { redactedTools } from "./verl-tools.js";
+import type { Redactor } from "../redaction.js";
 
 export { toFunctionTools, toMessages, toSftRow, toGrpoRow, promptOf, renderResult, toJsonStringRow, JSON_STRING_FORMATS } from "./trl.js";
 export type { ChatMessage, ChatMessageJson, ChatToolCall, ChatToolCallJson, FunctionTool, ToolMessage, TrlGrpoRow, TrlSftJsonRow, TrlSftRow } from "./trl.js";
 export { verlSchema, toVerlRow, VERL_COLUMNS, VERL_AGENT_NAME, VERL_INTERACTION_NAME, VERL_TOOLS_KWARGS_KEY, VERL_COMMIT, VERL_VERSION, type VerlRow } from "./verl.js";
 export { verlSftSchema, toVerlSftRow, VERL_SFT_COLUMNS, type VerlSftRow } from "./verl-sft.js";
-export { exportVerlTools, renderVerlToolConfig, toVerlToolSchema, verlToolConfig, VERL_TOOL_CLASS, type VerlToolSchema, type VerlToolsResult } from "./verl-tools.js";
+export { exportRedactor, type Redactor } from "../redaction.js";
+export { exportVerlTools, redactedTools, renderVerlToolConfig, toVerlToolSchema, verlToolConfig, VERL_TOOL_CLASS, type VerlToolSchema, type VerlToolsResult } from "./verl-tools.js";
 
 /** Every export format, by name. */
 export const EXPORT_FORMATS = ["jsonl", "trl-sft", "trl-grpo", "verl", "verl-sft"] as const;
@@ -47,6 +50,12 @@ export interface ExportOptions {
   filter?: ExportFilter;
   /** `trl-sft` / `trl-grpo` only: tool lists and tool-call arguments as JSON strings (see trl.ts). */
   jsonStrings?: boolean;
+  /**
+   * Pass every episode (steps, verdict, error) and the run's tools through this redactor before any
+   * format sees them: the second gate, for a store written before the data policy or under another
+   * (`exportRedactor(rules)`, src/store/redaction.ts).
+   */
+  redactor?: Redactor;
 }
 
 /** What an export wrote. `rows` counts lines (one per step record for `jsonl`) or Parquet rows. */
@@ -73,10 +82,12 @@ export async function exportEpisodes(
   if (typeof options.out !== "string" || options.out.length === 0) {
     throw new ValidationError("invalid_argument", "out must be a non-empty file path");
   }
-  const episodes = selected(input.episodes, filter);
+  const { redactor } = options;
+  const episodes = selected(input.episodes, filter, redactor);
+  const run = redactor ? redactedTools(input.run, redactor) : input.run;
   const file = await ExportFile.open(options.out);
   try {
-    const rows = await WRITERS[format](input.run, episodes, file, { jsonStrings });
+    const rows = await WRITERS[format](run, episodes, file, { jsonStrings });
     const bytes = await file.commit();
     return { format, path: options.out, rows, bytes };
   } catch (error) {
@@ -163,14 +174,15 @@ export function whyEmpty(episodes: readonly EpisodeRecord[], filter: ExportFilte
   return null;
 }
 
-/** The episodes an export takes: status ok, passing the filter, steps in order. */
-async function* selected(episodes: AsyncIterable<StoredEpisode>, filter: ExportFilter): AsyncGenerator<StoredEpisode> {
+/** The episodes an export takes: status ok, passing the filter, steps in order, redacted when a redactor is given. */
+async function* selected(episodes: AsyncIterable<StoredEpisode>, filter: ExportFilter, redactor: Redactor | undefined): AsyncGenerator<StoredEpisode> {
   const checks = conditions(filter);
   for await (const stored of episodes) {
     const e = stored.episode;
     if (!checks.every(([, holds]) => holds(e))) continue;
     const steps = inStepOrder(stored.steps);
-    yield steps === stored.steps ? stored : { episode: e, steps };
+    const ordered = steps === stored.steps ? stored : { episode: e, steps };
+    yield redactor ? redactor.redactEpisode(ordered) : ordered;
   }
 }
 

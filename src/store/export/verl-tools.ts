@@ -25,6 +25,7 @@
  * line breaks inside a quoted string (U+0085, U+2028, U+2029).
  */
 import type { ToolSpec } from "../../core/contract.js";
+import type { Redactor } from "../redaction.js";
 import type { RunRecord } from "../types.js";
 import { ExportFile } from "./output.js";
 import { VERL_COMMIT, VERL_VERSION } from "./verl.js";
@@ -171,7 +172,9 @@ export function renderVerlToolConfig(run: RunRecord): string {
 }
 
 /** Write a run's verl tool config to `out` (replaced atomically); LlmixError "store_error" when unwritable. */
-export async function exportVerlTools(run: RunRecord, out: string): Promise<VerlToolsResult> {
+export async function exportVerlTools(input: RunRecord, out: string, redactor?: Redactor): Promise<VerlToolsResult> {
+  // The run's tools were read from an episode's environment: redacted like its records (see index.ts).
+  const run = redactor ? redactedTools(input, redactor) : input;
   const file = await ExportFile.open(out);
   try {
     const config = verlToolConfig(run);
@@ -182,6 +185,11 @@ export async function exportVerlTools(run: RunRecord, out: string): Promise<Verl
     await file.abort();
     throw error;
   }
+}
+
+/** The run with its tool specs redacted (names, descriptions and schemas are text like any other). */
+export function redactedTools(run: RunRecord, redactor: Redactor): RunRecord {
+  return { ...run, tools: redactor.redactJson(run.tools).value };
 }
 
 /** JSON whose strings survive PyYAML and OmegaConf unchanged (see the module comment). */
