@@ -1,6 +1,6 @@
 /**
  * Who the command line acts as when it reads or changes the trajectory store (DESIGN §9). With
- * `--policy FILE` it acts as one of that policy's tokens (`--token`, or LLMIX_TOKEN): it sees only that
+ * `--data-policy FILE` it acts as one of that policy's tokens (`--token`, or LLMIX_TOKEN): it sees only that
  * token's tenant, needs the same scopes as the service would ask, and every read, export, replay and
  * deletion is audited under the token's name. Without a policy it is the local operator, who holds the
  * store's file or credentials and so sees everything; its actions are still audited, as `cli:USER`.
@@ -17,15 +17,15 @@ import type { TrajectoryStore } from "../store/types.js";
 
 /** The flags `withAccessOptions` adds. */
 export interface AccessFlags {
-  policy?: string;
+  dataPolicy?: string;
   token?: string;
 }
 
-/** Add --policy and --token to a store command. */
+/** Add --data-policy and --token to a store command. */
 export function withAccessOptions(command: Command): Command {
   return command
-    .addOption(new Option("--policy <file>", "act under this data policy (docs/data-policy.md): only the token's tenant is visible, and actions are audited under its name"))
-    .addOption(new Option("--token <token>", "with --policy: the bearer token to act as").env("LLMIX_TOKEN"));
+    .addOption(new Option("--data-policy <file>", "act under this data policy (docs/data-policy.md): only the token's tenant is visible, and actions are audited under its name"))
+    .addOption(new Option("--token <token>", "with --data-policy: the bearer token to act as").env("LLMIX_TOKEN"));
 }
 
 /** The caller a command acts as, the policy if any, and the trajectory operations bound to the store. */
@@ -37,19 +37,19 @@ export interface CliAccess {
 
 /** Resolve who the command acts as; a missing or unknown token, or a missing scope, is refused before the store is read. */
 export function cliAccess(flags: AccessFlags, scope: Scope, registry: EnvironmentRegistry, store: TrajectoryStore): CliAccess {
-  const policy = flags.policy !== undefined ? DataPolicy.fromFile(flags.policy) : undefined;
+  const policy = flags.dataPolicy !== undefined ? DataPolicy.fromFile(flags.dataPolicy) : undefined;
   let caller: Caller;
   if (policy) {
-    if (flags.token === undefined) throw new ValidationError("invalid_argument", "--policy needs --token (or LLMIX_TOKEN): the token decides which tenant's data this command may see");
+    if (flags.token === undefined) throw new ValidationError("invalid_argument", "--data-policy needs --token (or LLMIX_TOKEN): the token decides which tenant's data this command may see");
     const identity = policy.auth.authenticate(flags.token);
     policy.auth.authorize(identity, scope);
     caller = { name: identity.name, id: identity.id, admin: identity.scopes.includes("admin"), tenant: identity.tenant, environments: identity.environments };
   } else {
-    if (flags.token !== undefined) throw new ValidationError("invalid_argument", "--token is only meaningful with --policy");
+    if (flags.token !== undefined) throw new ValidationError("invalid_argument", "--token is only meaningful with --data-policy");
     // The local operator: sees everything (it holds the store itself), audited by its OS user name.
     caller = { name: `cli:${safeUser()}`, admin: true, tenant: null };
   }
-  return { caller, policy, ops: new TrajectoryOperations(registry, undefined, store, policy?.redaction !== undefined ? { redaction: policy.redaction } : {}) };
+  return { caller, policy, ops: new TrajectoryOperations(registry, undefined, store, policy?.redaction) };
 }
 
 function safeUser(): string {

@@ -1,7 +1,7 @@
 /**
  * `llmix purge` and `llmix audit` (DESIGN §9): remove what retention (or explicit criteria) says must
  * go, printing exactly what was removed, and read the append-only audit log. Both act as the local
- * operator, or under `--policy` as one of its tokens (see access.ts): a tenant's token purges only its
+ * operator, or under `--data-policy` as one of its tokens (see access.ts): a tenant's token purges only its
  * own tenant's data; reading the audit log needs `admin`.
  */
 import { Option, type Command } from "commander";
@@ -60,7 +60,7 @@ export function registerDataCommands(program: Command): void {
       const explicit = flags.olderThan !== undefined || flags.tenant !== undefined || flags.env !== undefined || flags.run !== undefined || flags.episode !== undefined;
       let purges: Array<{ rule: string; episodes: string[]; steps: number; runs: string[] }>;
       if (!explicit) {
-        if (!policy) throw new ValidationError("invalid_argument", "say what to purge (--older-than, --tenant, --env, --run, --episode), or give --policy to apply its retention");
+        if (!policy) throw new ValidationError("invalid_argument", "say what to purge (--older-than, --tenant, --env, --run, --episode), or give --data-policy to apply its retention");
         if (!caller?.admin) throw new ValidationError("invalid_argument", "applying the whole policy's retention needs an admin token; a tenant's token purges with explicit criteria");
         if (flags.dryRun) {
           purges = [];

@@ -19,10 +19,13 @@ import { QueueExecutor } from "../rollout/queue/enqueue.js";
 import { DEFAULT_QUEUE_NAME, redisUrl } from "../rollout/queue/queue-names.js";
 import { MIN_WORKER_HEAP_MB } from "../rollout/worker-pool.js";
 import { DEFAULT_THREAD_HEAP_MB } from "../hosts/thread.js";
-import { EXPORT_FORMATS, exportEpisodes, exportVerlTools, whyEmpty } from "../store/export/index.js";
+import { EXPORT_FORMATS, exportEpisodes, exportRedactor, exportVerlTools, whyEmpty } from "../store/export/index.js";
+import { redactionOf } from "../server/trajectories.js";
 import { displayStore, openStoreAt } from "../store/open.js";
 import type { EpisodeQuery, EpisodeRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { renderTable } from "../qa/table.js";
+import { DataPolicy } from "../server/data-policy.js";
+import { checkTenant } from "../store/records.js";
 import { cliAccess, withAccessOptions, type AccessFlags } from "./access.js";
 import { actorOf } from "../server/audit.js";
 import { collect, integer, moduleOption, print, progressBar, registryWith, storeOption } from "./options.js";
@@ -175,6 +178,8 @@ interface RolloutFlags {
   envOptions?: string;
   checkpoint?: string;
   runId?: string;
+  tenant?: string;
+  dataPolicy?: string;
   resume?: string;
   store: string;
   json?: boolean;
@@ -218,7 +223,24 @@ function configOf(flags: RolloutFlags): RolloutConfig {
     modules: (flags.module ?? []).map((m) => resolve(m)),
     advantage_on: flags.advantageOn as AdvantageOn,
     ...(sampler ? { sampler } : {}),
+    ...dataPolicyOf(flags),
   };
+}
+
+/** --tenant and --data-policy: the run's tenant and the policy's redaction rules, checked against the policy. */
+function dataPolicyOf(flags: RolloutFlags): Pick<RolloutConfig, "tenant" | "redaction"> {
+  const out: Pick<RolloutConfig, "tenant" | "redaction"> = {};
+  if (flags.tenant !== undefined) {
+    checkTenant(flags.tenant, "--tenant");
+    out.tenant = flags.tenant;
+  }
+  if (flags.dataPolicy === undefined) return out;
+  const policy = DataPolicy.fromFile(flags.dataPolicy);
+  const tenant = flags.tenant === undefined ? null : policy.tenants.get(flags.tenant);
+  if (tenant === undefined) throw new ValidationError("invalid_argument", `--tenant ${flags.tenant}: the data policy names no such tenant (it has ${[...policy.tenants.keys()].join(", ") || "none"})`);
+  policy.checkRun(tenant ? { name: `tenant ${tenant.name}`, environments: tenant.environments } : null, flags.env as string);
+  if (policy.redaction) out.redaction = policy.redaction;
+  return out;
 }
 
 /** --env-options: a JSON object (kept in the run's config, so a resume, a replay and a reverify use the same). */
@@ -303,6 +325,8 @@ export function registerRolloutCommands(program: Command): void {
     .option("--env-options <json>", 'options every environment instance is created with, a JSON object (e.g. billing-dispute: {"communicationJudge": {"baseURL": "http://127.0.0.1:8000/v1", "model": "..."}})')
     .option("--checkpoint <name>", "policy checkpoint recorded with every step")
     .option("--run-id <id>", "id of the new run (default run-<time>-<random>)")
+    .option("--tenant <name>", "the tenant whose data the run is (docs/data-policy.md): only its tokens and admins see it")
+    .option("--data-policy <file>", "apply this data policy: its redaction rules mask personal data before anything is stored, and it must allow the environment (and --tenant)")
     .option("--resume <run>", "finish an interrupted run: only its missing episodes run (its --module files are loaded again)")
     .option("--base-url <url>", "openai policy: the server's /v1 URL (or LLMIX_OPENAI_BASE_URL)")
     .option("--model <name>", "openai policy: the model (or LLMIX_MODEL)")
@@ -502,8 +526,9 @@ export function registerRolloutCommands(program: Command): void {
           throw new ValidationError("invalid_argument", "verl-tools writes the run's tool config: episode filters and --json-strings do not apply");
         }
         return withStore(opts.store, async (store) => {
-          const { caller, ops } = cliAccess(opts, "trajectories:export", registry, store);
-          const result = await exportVerlTools(await ops.visibleRun(caller, opts.run, "cli"), opts.out);
+          const { caller, policy, ops } = cliAccess(opts, "trajectories:export", registry, store);
+          const run = await ops.visibleRun(caller, opts.run, "cli");
+          const result = await exportVerlTools(run, opts.out, exportRedactor(policy?.redaction ?? redactionOf(run)));
           await ops.audit.record(actorOf(caller), "export", { kind: "run", id: opts.run }, "cli", { format: "verl-tools", rows: result.rows });
           if (opts.json) return print(JSON.stringify(result, null, 2));
           print(`wrote ${result.rows} verl tool entries (${result.bytes} bytes) to ${result.path}`);
@@ -513,11 +538,13 @@ export function registerRolloutCommands(program: Command): void {
         throw new NotFoundError("unknown_format", `unknown format "${opts.format}"; valid: ${[...EXPORT_FORMATS, "verl-tools"].join(", ")}`);
       }
       await withStore(opts.store, async (store) => {
-        const { caller, ops } = cliAccess(opts, "trajectories:export", registry, store);
+        const { caller, policy, ops } = cliAccess(opts, "trajectories:export", registry, store);
         const run = await ops.visibleRun(caller, opts.run, "cli");
+        // The second gate: the policy's rules, else those the run was recorded under.
+        const redactor = exportRedactor(policy?.redaction ?? redactionOf(run));
         const result = await exportEpisodes(
           { run, episodes: store.streamEpisodes({ run_id: opts.run }) },
-          { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }, jsonStrings: opts.jsonStrings },
+          { format: opts.format, out: opts.out, filter: { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }, jsonStrings: opts.jsonStrings, ...(redactor ? { redactor } : {}) },
         );
         await ops.audit.record(actorOf(caller), "export", { kind: "run", id: opts.run }, "cli", { format: result.format, rows: result.rows, bytes: result.bytes });
         const why = result.rows === 0 ? whyEmpty(await store.episodes({ run_id: opts.run }), { minReward: opts.minReward, successesOnly: opts.successesOnly, difficulty: opts.difficulty, env: opts.env }) : null;
@@ -536,12 +563,15 @@ export function registerRolloutCommands(program: Command): void {
     .action(async (opts: AccessFlags & { episode: string; store: string; json?: boolean; module?: string[] }) => {
       const registry = await registryWith(opts.module);
       await withStore(opts.store, async (store) => {
-        const { caller, ops } = cliAccess(opts, "trajectories:read", registry, store);
+        const { caller, policy, ops } = cliAccess(opts, "trajectories:read", registry, store);
         const stored = await ops.readEpisode(caller, opts.episode, "cli");
         await ops.audit.record(actorOf(caller), "replay", { kind: "episode", id: opts.episode }, "cli");
-        const env = registry.get(stored.episode.env).create(envOptionsOf(await store.getRun(stored.episode.run_id)));
+        const run = await store.getRun(stored.episode.run_id);
+        const env = registry.get(stored.episode.env).create(envOptionsOf(run));
         try {
-          const report = await replayEpisode(env, stored);
+          // Markers of the rules the episode was stored under are restored before its actions are resent.
+          const redaction = (run && redactionOf(run)) ?? policy?.redaction;
+          const report = await replayEpisode(env, stored, redaction ? { redaction } : {});
           print(opts.json ? JSON.stringify(report, null, 2) : formatReplayReport(report));
           if (!report.matched) process.exitCode = 1;
         } finally {
@@ -565,8 +595,9 @@ export function registerRolloutCommands(program: Command): void {
         const changed: ReplayReport[] = [];
         let checked = 0;
         try {
+          const redaction = redactionOf(run);
           for await (const stored of store.streamEpisodes({ run_id: opts.run, status: "ok" })) {
-            const report = await replayEpisode(env, stored);
+            const report = await replayEpisode(env, stored, redaction ? { redaction } : {});
             checked++;
             const same = Math.abs(report.recorded.total_reward - report.replayed.total_reward) < 1e-9 && report.recorded.outcome === report.replayed.outcome;
             if (!same || !report.matched) changed.push(report);

@@ -33,7 +33,7 @@ interface ServeFlags {
   port: number;
   store: string;
   auth?: string;
-  policy?: string;
+  dataPolicy?: string;
   capacity: number;
   idleTtl: number;
   stepTimeout: number;
@@ -58,7 +58,7 @@ export function registerServeCommand(program: Command): void {
     .option("--port <port>", "TCP port (0 picks a free one)", integer("--port", 0, 65_535), SERVE_DEFAULTS.port)
     .addOption(new Option("--store <path>", "trajectory store for recorded sessions: a SQLite file or a postgres:// URL").default(SERVE_DEFAULTS.storePath))
     .option("--auth <file>", 'bearer tokens: {"tokens":[{"token":"...","scopes":["env:run","trajectories:read","admin"],"name":"..."}]}')
-    .option("--policy <file>", "the deployment's data policy: tenants and their tokens and scopes, allowed environments and task sets, retention, redaction (docs/data-policy.md); replaces --auth")
+    .option("--data-policy <file>", "the deployment's data policy: tenants and their tokens and scopes, allowed environments and task sets, retention, redaction (docs/data-policy.md); replaces --auth")
     .option("--capacity <n>", "live sessions at most (more get capacity_reached, HTTP 503)", integer("--capacity", 1, 10_000_000), 10_000)
     .addOption(new Option("--idle-ttl <seconds>", "close sessions idle this long (0 = never)").argParser(seconds("--idle-ttl", 30 * 86_400)).default(900_000, "900"))
     .addOption(
@@ -79,7 +79,7 @@ export function registerServeCommand(program: Command): void {
     .action(async (flags: ServeFlags) => {
       const registry = await registryWith(flags.module);
       const server = await startServer({
-        registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, policyPath: flags.policy, capacity: flags.capacity,
+        registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, policyPath: flags.dataPolicy, capacity: flags.capacity,
         idleTtlMs: flags.idleTtl, stepTimeoutMs: flags.stepTimeout, bodyLimit: flags.bodyLimit, logger: true,
         hosts: flags.hosts, hostMemoryMb: flags.hostMemory, residentSessions: flags.residentSessions, snapshotKeyPath: flags.snapshotKey,
         fleetUrl: flags.fleet, fleetPrefix: flags.fleetPrefix, fleetCapacity: flags.fleetCapacity, envOptions: envOptionsByEnv(flags.envOptions, registry.ids()),

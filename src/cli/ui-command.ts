@@ -19,7 +19,7 @@ interface UiFlags {
   port: number;
   store: string;
   auth?: string;
-  policy?: string;
+  dataPolicy?: string;
   open?: boolean;
   module?: string[];
 }
@@ -45,13 +45,13 @@ export function registerUiCommand(program: Command): void {
     .option("--port <port>", "TCP port (0 picks a free one)", integer("--port", 0, 65_535), UI_DEFAULTS.port)
     .option("--host <host>", "interface to bind; anything but loopback needs --auth", UI_DEFAULTS.host)
     .option("--auth <file>", "bearer tokens, as `llmix serve --auth` takes them (the page asks for one, or takes it from #token=... in its address)")
-    .option("--policy <file>", "the deployment's data policy, as `llmix serve --policy` takes it (tenants see their own runs); replaces --auth")
+    .option("--data-policy <file>", "the deployment's data policy, as `llmix serve --data-policy` takes it (tenants see their own runs); replaces --auth")
     .option("--open", "open the inspector in the desktop's browser")
     .addOption(moduleOption())
     .action(async (flags: UiFlags) => {
       const registry = await registryWith(flags.module);
       const server = await startServer({
-        registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, policyPath: flags.policy, hosts: 1, logger: true,
+        registry, host: flags.host, port: flags.port, storePath: flags.store, authPath: flags.auth, policyPath: flags.dataPolicy, hosts: 1, logger: true,
         extraRoutes: (app) => registerInspector(app),
       });
       const stopped = stopOnSignals(server);

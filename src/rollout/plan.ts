@@ -19,6 +19,7 @@ import { TaskSampler, type SamplerSpec } from "../tasks/sampler.js";
 import { parseSplit, sampleTaskIds, type Split } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
 import { parseRedactionRules, type RedactionRules } from "../store/redaction.js";
+import { checkTenant } from "../store/records.js";
 import { episodeIdOf } from "../store/types.js";
 import type { EpisodeJob } from "./episode.js";
 
@@ -57,6 +58,8 @@ export interface RolloutConfig {
    * redacted on the thread that ran it, before it is stored. Kept with the run, so a resume redacts alike.
    */
   redaction?: RedactionRules;
+  /** The tenant whose data the run is (the run record's `tenant`); absent: the deployment's. */
+  tenant?: string;
 }
 
 /** A run's task sampler: its spec (seeded by the run's seed, in the run's split). */
@@ -99,6 +102,7 @@ export function validateConfig(config: RolloutConfig): RolloutConfig {
     throw bad("advantage_on", `must be one of ${ADVANTAGE_ON.join(", ")}, got "${String(config.advantage_on)}"`);
   }
   if (config.redaction !== undefined) parseRedactionRules(config.redaction, "redaction");
+  if (config.tenant !== undefined) checkTenant(config.tenant, "tenant");
   if (config.sampler !== undefined) {
     const { sampler } = config;
     if (typeof sampler !== "object" || sampler === null || typeof sampler.spec !== "object" || sampler.spec === null) throw bad("sampler", "must be {spec, train_step?, batch_groups?}");

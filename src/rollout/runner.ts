@@ -280,6 +280,7 @@ async function createRun(store: TrajectoryStore, entry: EnvironmentEntry, runId:
     planned_episodes: Math.ceil(config.n / config.group) * config.group,
     created_at: new Date().toISOString(),
     finished_at: null,
+    tenant: config.tenant ?? null,
   };
   await store.createRun(run);
   return run;

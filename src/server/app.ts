@@ -335,14 +335,14 @@ export async function buildApp(options: AppOptions): Promise<LlmixService> {
     new SessionManager({
       registry: options.registry, store: options.store, capacity: options.capacity, idleTtlMs: options.idleTtlMs, stepTimeoutMs: options.stepTimeoutMs,
       hosts: options.hosts, hostMemoryMb: options.hostMemoryMb, snapshotKey: options.snapshotKey, residentSessions: options.residentSessions, fleet: options.fleet,
-      envOptions: options.envOptions,
+      envOptions: options.envOptions, ...(options.policy?.redaction ? { redaction: options.policy.redaction } : {}),
     });
   // The hosts start in the background (a few hundred ms each): requests wait for them, /healthz does not.
   if (ownsManager) manager.startReaper();
   const metrics = new ServiceMetrics(manager, options.fleet);
   if (options.policy && options.auth) throw new ValidationError("invalid_config", "give a data policy or an auth file, not both: the policy holds the tokens");
   const policy = options.policy;
-  const trajectories = new TrajectoryOperations(options.registry, manager, options.store, policy?.redaction !== undefined ? { redaction: policy.redaction } : {});
+  const trajectories = new TrajectoryOperations(options.registry, manager, options.store, policy?.redaction);
   const operations = new ServiceOperations(options.registry, manager, trajectories, policy);
   const auth = policy?.auth ?? options.auth ?? null;
   const context: ServiceContext = { registry: options.registry, manager, operations, trajectories, policy, metrics, auth, store: options.store, bodyLimit, fleet: options.fleet };

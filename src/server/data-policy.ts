@@ -2,7 +2,7 @@
  * A deployment's data policy (DESIGN §9): one JSON file, validated when the service starts, that says
  * which environments and task sets may run, which tenants exist and which tokens act for them (with
  * which scopes and environments), how long each tenant's or environment's episodes are kept, and which
- * redaction rules apply before anything is stored or exported. `llmix serve --policy FILE` enforces it;
+ * redaction rules apply before anything is stored or exported. `llmix serve --data-policy FILE` enforces it;
  * `llmix purge`, `llmix audit` and the store commands read it to act as one of its tokens.
  *
  *   {
@@ -18,7 +18,7 @@
  *       "billing-dispute": {"splits": ["train"], "difficulties": ["easy", "medium"], "retention_days": 7}
  *     },
  *     "retention": {"days": 90, "sweep_minutes": 60},    // optional: the default, and how often the server purges
- *     "redaction": { ... }                               // optional: see src/store/redaction.ts
+ *     "redaction": {"builtin": ["email", "card"], "fields": ["customer_name"]}  // optional: src/store/redaction.ts
  *   }
  *
  * An episode is kept for the smallest of the retention periods that apply to it (its tenant's, its
@@ -30,6 +30,7 @@ import { ServiceError, ValidationError } from "../core/errors.js";
 import { formatIssues } from "../core/validation.js";
 import { splitOf } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
+import { RedactionRulesSchema, type RedactionRules } from "../store/redaction.js";
 import type { PurgeCriteria } from "../store/types.js";
 import { TokenAuth, TokenSpec, type Scope, type TokenEntry } from "./auth.js";
 
@@ -54,7 +55,7 @@ const PolicyFile = z.strictObject({
   admins: z.array(TokenSpec.omit({ scopes: true }).extend({ scopes: z.array(z.literal("admin")).optional() })).default([]),
   environments: z.record(Name, EnvironmentSpec).optional(),
   retention: z.strictObject({ days: Days.optional(), sweep_minutes: z.number().positive().max(10_080).default(60) }).default({ sweep_minutes: 60 }),
-  redaction: z.unknown().optional(),
+  redaction: RedactionRulesSchema.optional(),
 });
 
 /** What a tenant may do and keep. */
@@ -83,8 +84,8 @@ export class DataPolicy {
     readonly environments: Readonly<Record<string, EnvironmentPolicy>> | null,
     readonly retentionDays: number | null,
     readonly sweepMinutes: number,
-    /** The redaction section as given (validated by the redaction module where it is applied). */
-    readonly redaction: unknown,
+    /** What is masked before anything is stored or exported (src/store/redaction.ts); undefined: nothing. */
+    readonly redaction: RedactionRules | undefined,
     private readonly counts: { tokens: number; admins: number },
   ) {}
 
@@ -166,7 +167,7 @@ export class DataPolicy {
       throw new ServiceError("forbidden", `the data policy does not allow environment "${envId}" on this deployment (allowed: ${Object.keys(this.environments).join(", ") || "none"})`);
     }
     if (identity?.environments && !identity.environments.includes(envId)) {
-      throw new ServiceError("forbidden", `token "${identity.name}" may not use environment "${envId}" (its tenant may use: ${identity.environments.join(", ") || "none"})`);
+      throw new ServiceError("forbidden", `"${identity.name}" may not use environment "${envId}" (its tenant may use: ${identity.environments.join(", ") || "none"})`);
     }
     const env = this.environments?.[envId];
     if (!env || taskId === undefined) return;

@@ -73,7 +73,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const host = options.host ?? SERVE_DEFAULTS.host;
   const port = options.port ?? SERVE_DEFAULTS.port;
   if ((options.policy || options.policyPath !== undefined) && options.authPath !== undefined) {
-    throw new ValidationError("invalid_config", "give --policy or --auth, not both: a data policy holds the deployment's tokens");
+    throw new ValidationError("invalid_config", "give --data-policy or --auth, not both: a data policy holds the deployment's tokens");
   }
   const policy = options.policy ?? (options.policyPath !== undefined ? DataPolicy.fromFile(options.policyPath) : undefined);
   if (policy) {

@@ -673,10 +673,14 @@ export class SessionManager {
   private stoppedStep(s: Session, step: number, action: unknown, error: LlmixError): TrajectoryStepRecord {
     const last = s.lastAnswer ? (JSON.parse(s.lastAnswer) as { observation?: Observation }).observation : undefined;
     const message = `The step was stopped: ${error.message}.`;
+    // This record is made here, on the serving thread, not on a host. Under redaction rules the raw action
+    // and observation are not stored (scanning an agent's megabyte here would stall the thread): the
+    // observation is the previous record's result, stored redacted already, and the action never ran to its end.
+    const redact = this.options.redaction !== undefined;
     return toStepRecord({
       episodeId: s.id, taskId: s.taskId, envVersion: s.envVersion, policyCheckpoint: s.policyCheckpoint, step,
-      observation: last ?? { rendered: "", tokens: 0 },
-      action,
+      observation: redact ? { rendered: "[redacted:stopped-step]", tokens: 0 } : (last ?? { rendered: "", tokens: 0 }),
+      action: redact ? { type: "message", content: "[redacted:stopped-step]" } : action,
       result: {
         observation: { rendered: message, tokens: 0 }, reward: 0, rewardComponents: { task: 0 }, terminated: false, truncated: true,
         info: { end_reason: error.code, error: error.toJSON() },
@@ -747,7 +751,11 @@ export class SessionManager {
       const record: RunRecord = {
         run_id: runId, env: s.envId, env_version: s.envVersion, policy: "service", policy_checkpoint: null,
         // The environment's options go with the run, so a replay or reverify of its episodes scores them the same way.
-        config: { source: "llmix serve", env_options: (this.options.envOptions?.[s.envId] ?? {}) as JsonValue } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
+        config: {
+          source: "llmix serve", env_options: (this.options.envOptions?.[s.envId] ?? {}) as JsonValue,
+          // The rules its episodes were stored under: a replay restores their markers, an export applies them again.
+          ...(this.options.redaction ? { redaction: this.options.redaction as unknown as JsonValue } : {}),
+        } as JsonValue, tools: this.runTools.get(s.envId) ?? [], status: "running", planned_episodes: 0,
         created_at: this.started.toISOString(), finished_at: null, tenant,
       };
       run = store.createRun(record).then(() => {

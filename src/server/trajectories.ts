@@ -16,7 +16,8 @@ import type { EnvironmentRegistry } from "../core/registry.js";
 import type { TaskDescription } from "../hosts/host-jobs.js";
 import { runMetrics, type SliceMetrics } from "../rollout/metrics.js";
 import type { ReplayReport } from "../rollout/replay.js";
-import { EXPORT_FORMATS, exportEpisodes, type ExportResult } from "../store/export/index.js";
+import { EXPORT_FORMATS, exportEpisodes, exportRedactor, type ExportResult } from "../store/export/index.js";
+import type { RedactionRules } from "../store/redaction.js";
 import type { AuditEvent, AuditQuery, EpisodeQuery, EpisodeRecord, PurgeCriteria, PurgeResult, RunRecord, StoredEpisode, TrajectoryStore } from "../store/types.js";
 import { actorOf, AuditLog } from "./audit.js";
 import type { Caller, SessionManager } from "./sessions.js";
@@ -41,8 +42,8 @@ export class TrajectoryOperations {
     /** Runs the jobs that need environment code (task features, replay); the CLI runs none of them here. */
     private readonly manager: SessionManager | undefined,
     private readonly store: TrajectoryStore | undefined,
-    /** The redaction applied to exports (the second gate after the one before storage), if any. */
-    private readonly exportOptions: { redaction?: unknown } = {},
+    /** The redaction applied to exports (the second gate, after the one before storage), if any. */
+    private readonly redaction?: RedactionRules,
   ) {
     this.audit = new AuditLog(store);
   }
@@ -124,7 +125,8 @@ export class TrajectoryOperations {
     const dir = await mkdtemp(join(tmpdir(), "llmix-export-"));
     const out = join(dir, `export.${format === "verl" || format === "verl-sft" ? "parquet" : "jsonl"}`);
     try {
-      const result = await exportEpisodes({ run, episodes: store.streamEpisodes({ run_id: runId }) }, { format, out, ...this.exportOptions });
+      const redactor = exportRedactor(this.redaction ?? redactionOf(run));
+      const result = await exportEpisodes({ run, episodes: store.streamEpisodes({ run_id: runId }) }, { format, out, ...(redactor ? { redactor } : {}) });
       await this.audit.record(actorOf(caller), "export", { kind: "run", id: runId }, via, { format, rows: result.rows, bytes: result.bytes });
       const stream = createReadStream(out);
       stream.once("close", () => void rm(dir, { recursive: true, force: true }));
@@ -199,6 +201,12 @@ export class TrajectoryOperations {
     if (!this.store) throw new LlmixError("store_error", "this service runs without a trajectory store");
     return this.store;
   }
+}
+
+/** The redaction rules a run was recorded under (a rollout keeps them in its config), if any. */
+export function redactionOf(run: Pick<RunRecord, "config">): RedactionRules | undefined {
+  const config = run.config as { redaction?: RedactionRules } | null;
+  return config && typeof config === "object" && !Array.isArray(config) ? config.redaction : undefined;
 }
 
 /** The tenant a caller is confined to (undefined: none — no auth, admin, or a service without tenants). */
