@@ -187,7 +187,7 @@ describe("a two-tenant deployment", () => {
     await s.writeEpisodes([episode("acme-run", "billing-dispute/easy/seed-1", 0, { env: "billing-dispute" }), episode("globex-run", "billing-dispute/easy/seed-1", 0, { env: "billing-dispute" })]);
     await s.close();
     const cli = (args: string[], token?: string) =>
-      run$("node", [BIN, ...args, "--store", store, "--policy", policyFile], { env: { ...process.env, ...(token ? { LLMIX_TOKEN: token } : {}) } }).then(
+      run$("node", [BIN, ...args, "--store", store, "--data-policy", policyFile], { env: { ...process.env, ...(token ? { LLMIX_TOKEN: token } : {}) } }).then(
         (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
         (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
       );
