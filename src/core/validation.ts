@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import type { z } from "zod";
+import { ValidationError } from "./errors.js";
 
 /** One line per zod issue, each naming the path that was wrong: "args.amount: expected number". */
 export function formatIssues(error: z.ZodError, root: string): string {
@@ -58,4 +60,19 @@ function editAt(
     edit(parentIn(copy, path) as Entries, last);
   }
   return copy;
+}
+
+/** The JSON value of a configuration file given by a flag; unreadable or malformed is invalid_config naming the flag and file. */
+export function readJsonConfig(path: string, flag: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ValidationError("invalid_config", `${flag} ${path}: cannot read the file: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError("invalid_config", `${flag} ${path}: not valid JSON: ${(error as Error).message}`);
+  }
 }

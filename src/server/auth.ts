@@ -10,10 +10,9 @@
  * prefix). A data policy (data-policy.ts) also gives each token a tenant and the environments it may use.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ServiceError, ValidationError } from "../core/errors.js";
-import { formatIssues } from "../core/validation.js";
+import { formatIssues, readJsonConfig } from "../core/validation.js";
 
 /** The scopes a token can hold. */
 export const SCOPES = ["env:run", "trajectories:read", "trajectories:export", "trajectories:delete", "admin"] as const;
@@ -86,20 +85,9 @@ export class TokenAuth {
 
   /** Tokens from an auth file (see the module comment for its format). */
   static fromFile(path: string): TokenAuth {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      throw new ValidationError("invalid_config", `--auth ${path}: cannot read the file: ${(error as Error).message}`);
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      throw new ValidationError("invalid_config", `--auth ${path}: not valid JSON: ${(error as Error).message}`);
-    }
-    return TokenAuth.fromConfig(value, `--auth ${path}`);
+    return TokenAuth.fromConfig(readJsonConfig(path, "--auth"), `--auth ${path}`);
   }
+
 
   /** Number of tokens. */
   get size(): number {

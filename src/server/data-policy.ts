@@ -24,10 +24,9 @@
  * An episode is kept for the smallest of the retention periods that apply to it (its tenant's, its
  * environment's, the default). Everything absent is unrestricted: no retention means kept forever.
  */
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ServiceError, ValidationError } from "../core/errors.js";
-import { formatIssues } from "../core/validation.js";
+import { formatIssues, readJsonConfig } from "../core/validation.js";
 import { splitOf } from "../tasks/splits.js";
 import { parseTaskId } from "../tasks/task-id.js";
 import { RedactionRulesSchema, type RedactionRules } from "../store/redaction.js";
@@ -136,20 +135,9 @@ export class DataPolicy {
 
   /** A policy from a JSON file (see the module comment for its format). */
   static fromFile(path: string): DataPolicy {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      throw new ValidationError("invalid_config", `--policy ${path}: cannot read the file: ${(error as Error).message}`);
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      throw new ValidationError("invalid_config", `--policy ${path}: not valid JSON: ${(error as Error).message}`);
-    }
-    return DataPolicy.fromConfig(value, `--policy ${path}`);
+    return DataPolicy.fromConfig(readJsonConfig(path, "--data-policy"), `--data-policy ${path}`);
   }
+
 
   /** Environments named by the policy that `known` (the registry's ids) lacks: a typo would silently allow nothing. */
   unknownEnvironments(known: readonly string[]): string[] {

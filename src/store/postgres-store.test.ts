@@ -494,3 +494,20 @@ for (let batch = 0; ; batch++) {
   });
 });
 
+
+describe("PostgreSQL data boundaries", () => {
+  it("the audit log refuses UPDATE, DELETE and TRUNCATE, even from another connection", async () => {
+    const schema = freshSchema();
+    const store = await openPostgresStore(URL_, { schema });
+    try {
+      await store.appendAudit([{ at: new Date(0).toISOString(), token: "t", token_id: null, tenant: null, action: "read", target_kind: "run", target_id: "r1", via: "cli", detail: null }]);
+      const table = `${quoteIdent(schema)}.audit`;
+      for (const sql of [`DELETE FROM ${table}`, `UPDATE ${table} SET token = 'x'`, `TRUNCATE ${table}`]) {
+        await expect(admin.query(sql), sql).rejects.toThrow(/append-only/);
+      }
+      expect((await store.auditLog()).map((e) => e.target_id)).toEqual(["r1"]);
+    } finally {
+      await store.close();
+    }
+  });
+});

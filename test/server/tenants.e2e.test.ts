@@ -277,3 +277,40 @@ describe("data policy files", () => {
     ]);
   });
 });
+
+describe("the retention schedule", () => {
+  it("a server started under a policy with retention purges expired episodes at start, audited as the server's own", async () => {
+    const { openStore } = await import("../../src/store/sqlite-store.js");
+    const { startServer } = await import("../../src/server/serve.js");
+    const { builtinRegistry } = await import("../../src/envs/index.js");
+    const dir = mkdtempSync(join(tmpdir(), "llmix-retention-"));
+    const path = join(dir, "llmix.db");
+    try {
+      const seed = openStore(path);
+      await seed.createRun(run("old", "2020-01-01T00:00:00.000Z", { status: "finished", tenant: "acme" }));
+      await seed.createRun(run("fresh", "2020-01-01T00:00:00.000Z", { status: "finished", tenant: "acme" }));
+      await seed.writeEpisodes([
+        episode("old", "tiny/easy/seed-1", 0, { finishedAt: "2020-01-01T00:00:00.000Z" }),
+        episode("fresh", "tiny/easy/seed-1", 0, { finishedAt: new Date().toISOString() }),
+      ]);
+      await seed.close();
+      const policy = DataPolicy.fromConfig({ admins: [{ name: "ops", token: TOKENS.ops }], retention: { days: 365, sweep_minutes: 1 } });
+      const server = await startServer({ registry: builtinRegistry(), policy, storePath: path, port: 0, hosts: 1 });
+      try {
+        // The first sweep runs as the server starts; wait for its audit event.
+        let events: Array<{ token: string; action: string; detail: { episodes: number } }> = [];
+        for (let i = 0; i < 100 && events.length === 0; i++) {
+          events = (await server.store.auditLog({ action: "purge" })) as unknown as typeof events;
+          if (events.length === 0) await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(events[0]).toMatchObject({ token: "server", action: "purge", via: "schedule", detail: { episodes: 1 } });
+        expect(await server.store.getRun("old")).toBeUndefined();
+        expect(await server.store.countEpisodes({ run_id: "fresh" })).toBe(1);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
