@@ -264,9 +264,24 @@ export async function applyRetention(
   now = new Date(),
 ): Promise<Array<{ rule: string; episodes: string[]; steps: number; runs: string[] }>> {
   const out = [];
-  for (const { rule, criteria } of policy.retentionPurges(now)) out.push({ rule, ...(await trajectories.purge(caller, criteria, via, rule)) });
+  for (const { rule, criteria } of policy.retentionPurges(now)) {
+    const total = { rule, episodes: [] as string[], steps: 0, runs: [] as string[] };
+    // In batches, yielding between them: a long purge never holds the store (or, for SQLite, this thread) for long.
+    for (;;) {
+      const batch = await trajectories.purge(caller, { ...criteria, limit: RETENTION_BATCH }, via, rule);
+      total.episodes.push(...batch.episodes);
+      total.steps += batch.steps;
+      total.runs.push(...batch.runs);
+      if (batch.episodes.length < RETENTION_BATCH) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    out.push(total);
+  }
   return out;
 }
+
+/** Episodes a retention purge removes per transaction. */
+export const RETENTION_BATCH = 500;
 
 /** Bytes of an oversized body read (and thrown away) so its sender can read the 413: beyond them, the connection is cut. */
 const MAX_DRAIN_BYTES = 64 * 1024 * 1024;

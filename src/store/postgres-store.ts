@@ -457,7 +457,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
     if (c.episode_ids !== undefined) add("episode_id = ANY(?::text[])", [...c.episode_ids]);
     const result = await this.transaction("cannot purge", async (client) => {
       const victims = (
-        await client.query<{ episode_id: string; run_id: string }>(`SELECT episode_id, run_id FROM ${this.t.episodes} WHERE ${clauses.join(" AND ")} ORDER BY episode_id FOR UPDATE`, params)
+        await client.query<{ episode_id: string; run_id: string }>(`SELECT episode_id, run_id FROM ${this.t.episodes} WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT $${params.length + 1} FOR UPDATE`, [...params, c.limit ?? null])
       ).rows;
       const ids = victims.map((v) => v.episode_id);
       const steps = Number((await client.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids])).rows[0]?.n ?? 0);

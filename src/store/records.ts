@@ -422,7 +422,7 @@ export function checkTenant(value: unknown, name: string): asserts value is stri
   }
 }
 
-const PURGE_KEYS = new Set(["finished_before", "tenant", "env", "run_id", "episode_ids", "dry_run"]);
+const PURGE_KEYS = new Set(["finished_before", "tenant", "env", "run_id", "episode_ids", "dry_run", "limit"]);
 
 /** Purge criteria, validated: at least one filter, so a purge never removes everything by omission. */
 export function checkPurgeCriteria(criteria: unknown): PurgeCriteria {
@@ -442,6 +442,7 @@ export function checkPurgeCriteria(criteria: unknown): PurgeCriteria {
     c.episode_ids.forEach((id, i) => checkId(id, `purge.episode_ids[${i}]`));
   }
   if (c.dry_run !== undefined && typeof c.dry_run !== "boolean") throw new ValidationError("invalid_argument", "purge.dry_run must be a boolean");
+  if (c.limit !== undefined) positiveInteger(c.limit, "purge.limit");
   if (c.finished_before === undefined && c.tenant === undefined && c.env === undefined && c.run_id === undefined && c.episode_ids === undefined) {
     throw new ValidationError("invalid_argument", "a purge needs at least one of finished_before, tenant, env, run_id or episode_ids");
   }

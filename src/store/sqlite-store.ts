@@ -372,7 +372,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     const result = this.guard("cannot purge", () =>
       db
         .transaction((): PurgeResult => {
-          const victims = db.prepare(`SELECT episode_id, run_id FROM episodes WHERE ${clauses.join(" AND ")} ORDER BY episode_id`).all(...params) as Array<{ episode_id: string; run_id: string }>;
+          const victims = db.prepare(`SELECT episode_id, run_id FROM episodes WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT ?`).all(...params, c.limit ?? -1) as Array<{ episode_id: string; run_id: string }>;
           const ids = JSON.stringify(victims.map((v) => v.episode_id));
           const steps = db.prepare("SELECT count(*) FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").pluck().get(ids) as number;
           const candidates = new Set(victims.map((v) => v.run_id));

@@ -888,6 +888,16 @@ export function describeTrajectoryStore(name: string, factory: StoreFactory): vo
         expect((await rejection(store.purge({ everything: true } as never))).code).toBe("invalid_argument");
       });
 
+      it("purges in batches: limit takes the lowest ids first, and the run goes with its last episode", async () => {
+        await store.createRun(run("r1", undefined, { status: "finished" }));
+        await store.writeEpisodes([0, 1, 2].map((g) => episode("r1", "tiny/easy/seed-1", g)));
+        const first = await store.purge({ run_id: "r1", limit: 2 });
+        expect(first).toEqual({ episodes: [0, 1].map((g) => episodeIdOf("r1", "tiny/easy/seed-1", g)), steps: 6, runs: [] });
+        const second = await store.purge({ run_id: "r1", limit: 2 });
+        expect(second).toEqual({ episodes: [episodeIdOf("r1", "tiny/easy/seed-1", 2)], steps: 3, runs: ["r1"] });
+        expect((await rejection(store.purge({ run_id: "r1", limit: 0 }))).code).toBe("invalid_argument");
+      });
+
       it("keeps an append-only audit log, newest first, filtered", async () => {
         const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
         await store.appendAudit([

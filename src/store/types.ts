@@ -147,6 +147,8 @@ export interface PurgeCriteria {
   episode_ids?: readonly string[];
   /** Report what would be removed without removing it. */
   dry_run?: boolean;
+  /** At most this many episodes (lowest ids first): retention purges in batches, so no call holds the store long. */
+  limit?: number;
 }
 
 /** What a purge removed: the episodes (their steps with them) and the runs left empty. */

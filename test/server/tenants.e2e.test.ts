@@ -289,21 +289,21 @@ describe("the retention schedule", () => {
       const seed = openStore(path);
       await seed.createRun(run("old", "2020-01-01T00:00:00.000Z", { status: "finished", tenant: "acme" }));
       await seed.createRun(run("fresh", "2020-01-01T00:00:00.000Z", { status: "finished", tenant: "acme" }));
-      await seed.writeEpisodes([
-        episode("old", "tiny/easy/seed-1", 0, { finishedAt: "2020-01-01T00:00:00.000Z" }),
-        episode("fresh", "tiny/easy/seed-1", 0, { finishedAt: new Date().toISOString() }),
-      ]);
+      // More than one batch of expired episodes: the sweep removes them in RETENTION_BATCH transactions.
+      const old = Array.from({ length: 1100 }, (_, g) => episode("old", "tiny/easy/seed-1", g, { finishedAt: "2020-01-01T00:00:00.000Z", steps: 1 }));
+      await seed.writeEpisodes([...old, episode("fresh", "tiny/easy/seed-1", 0, { finishedAt: new Date().toISOString() })]);
       await seed.close();
       const policy = DataPolicy.fromConfig({ admins: [{ name: "ops", token: TOKENS.ops }], retention: { days: 365, sweep_minutes: 1 } });
       const server = await startServer({ registry: builtinRegistry(), policy, storePath: path, port: 0, hosts: 1 });
       try {
         // The first sweep runs as the server starts; wait for its audit event.
         let events: Array<{ token: string; action: string; detail: { episodes: number } }> = [];
-        for (let i = 0; i < 100 && events.length === 0; i++) {
+        for (let i = 0; i < 200 && events.length < 3; i++) {
           events = (await server.store.auditLog({ action: "purge" })) as unknown as typeof events;
-          if (events.length === 0) await new Promise((r) => setTimeout(r, 50));
+          if (events.length < 3) await new Promise((r) => setTimeout(r, 50));
         }
-        expect(events[0]).toMatchObject({ token: "server", action: "purge", via: "schedule", detail: { episodes: 1 } });
+        expect(events.map((e) => e.detail.episodes)).toEqual([100, 500, 500]);
+        expect(events[0]).toMatchObject({ token: "server", action: "purge", via: "schedule" });
         expect(await server.store.getRun("old")).toBeUndefined();
         expect(await server.store.countEpisodes({ run_id: "fresh" })).toBe(1);
       } finally {
