@@ -63,7 +63,7 @@ export class TrajectoryOperations {
   async run(caller: Caller, runId: string, via: Via): Promise<{ run: RunSummary; metrics: SliceMetrics[] }> {
     const run = await this.visibleRun(caller, runId, via);
     const store = this.requireStore();
-    const episodes = await store.episodes({ run_id: runId, limit: MAX_METRIC_EPISODES });
+    const episodes = await episodesOf(store, runId);
     await this.audit.record(actorOf(caller), "read", { kind: "run", id: runId }, via);
     return { run: { ...run, tenant: run.tenant ?? null, episodes: episodes.length }, metrics: runMetrics(episodes) };
   }
@@ -89,7 +89,7 @@ export class TrajectoryOperations {
     const store = this.requireStore();
     this.registry.get(run.env);
     const ids = new Set<string>();
-    for (const e of await store.episodes({ run_id: runId, limit: MAX_METRIC_EPISODES })) ids.add(e.task_id);
+    for (const e of await episodesOf(store, runId)) ids.add(e.task_id);
     return (await this.requireManager().job({ kind: "task_features", env: run.env, task_ids: [...ids].slice(0, 10_000) })) as { tasks: Record<string, TaskDescription> };
   }
 
@@ -202,6 +202,23 @@ export class TrajectoryOperations {
     return this.store;
   }
 }
+
+/**
+ * A run's episode rows (at most MAX_METRIC_EPISODES), read in pages with a yield between them: a large
+ * run never holds the serving thread (SQLite reads are synchronous) for more than one page.
+ */
+async function episodesOf(store: TrajectoryStore, runId: string): Promise<EpisodeRecord[]> {
+  const out: EpisodeRecord[] = [];
+  for (;;) {
+    const page = await store.episodes({ run_id: runId, limit: Math.min(METRIC_PAGE, MAX_METRIC_EPISODES - out.length), offset: out.length });
+    out.push(...page);
+    if (page.length < METRIC_PAGE || out.length >= MAX_METRIC_EPISODES) return out;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Episode rows per read when a whole run is summarised. */
+const METRIC_PAGE = 2000;
 
 /** The redaction rules a run was recorded under (a rollout keeps them in its config), if any. */
 export function redactionOf(run: Pick<RunRecord, "config">): RedactionRules | undefined {
