@@ -15,6 +15,18 @@ export function Outcome({ passed, error }: { passed: boolean | undefined; error?
 const FOLD_LINES = 8;
 
 /** A JSON value, indented, in a scrollable block; a long one folded behind its first line when `fold` is set. */
+/** A state difference as the verifier gave it: a list of named differences, or its JSON. */
+export function DifferenceList({ differences }: { differences: unknown }) {
+  if (!Array.isArray(differences)) return <JsonBlock value={differences} />;
+  return (
+    <ul>
+      {differences.map((x, i) => (
+        <li key={i}>{typeof x === "string" ? x : prettyJson(x)}</li>
+      ))}
+    </ul>
+  );
+}
+
 export function JsonBlock({ value, label, fold = false }: { value: unknown; label?: string; fold?: boolean }) {
   const text = typeof value === "string" ? value : prettyJson(value);
   const block = (

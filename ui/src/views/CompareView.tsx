@@ -5,7 +5,7 @@
  */
 import { useEffect } from "preact/hooks";
 import { getEpisode } from "../api";
-import { JsonBlock, LoadError, Loading, Outcome, Section, stateDifferences, VerdictTree } from "../components";
+import { DifferenceList, LoadError, Loading, Outcome, Section, stateDifferences, VerdictTree } from "../components";
 import { canonical, num, prettyJson } from "../format";
 import { useAsync } from "../hooks";
 import { lastRunView, links } from "../router";
@@ -79,15 +79,7 @@ function Side({ label, data }: { label: string; data: EpisodeResponse }) {
       {differences.map((d) => (
         <div class="state-diff" key={d.path}>
           <p class="muted">state difference{d.path ? ` (${d.path})` : ""}</p>
-          {Array.isArray(d.differences) ? (
-            <ul>
-              {d.differences.map((x, i) => (
-                <li key={i}>{typeof x === "string" ? x : prettyJson(x)}</li>
-              ))}
-            </ul>
-          ) : (
-            <JsonBlock value={d.differences} />
-          )}
+          <DifferenceList differences={d.differences} />
         </div>
       ))}
       <VerdictTree name="verdict" verdict={e.verdict} />

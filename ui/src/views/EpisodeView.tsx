@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { getEpisode, replayEpisode } from "../api";
-import { JsonBlock, LoadError, Loading, Outcome, Section, stateDifferences, VerdictTree } from "../components";
+import { DifferenceList, JsonBlock, LoadError, Loading, Outcome, Section, stateDifferences, VerdictTree } from "../components";
 import { duration, num, prettyJson, time } from "../format";
 import { toggleCompareMark, useAsync, useCompareMarks } from "../hooks";
 import { lastRunView, links } from "../router";
@@ -191,15 +191,7 @@ export function EpisodeView({ episodeId }: { episodeId: string }) {
                 {differences.map((d) => (
                   <div key={d.path}>
                     {d.path && <p class="muted">{d.path}</p>}
-                    {Array.isArray(d.differences) ? (
-                      <ul>
-                        {d.differences.map((x, i) => (
-                          <li key={i}>{typeof x === "string" ? x : prettyJson(x)}</li>
-                        ))}
-                      </ul>
-                    ) : (
-                      <JsonBlock value={d.differences} />
-                    )}
+                    <DifferenceList differences={d.differences} />
                   </div>
                 ))}
               </div>
