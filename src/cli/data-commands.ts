@@ -62,12 +62,7 @@ export function registerDataCommands(program: Command): void {
       if (!explicit) {
         if (!policy) throw new ValidationError("invalid_argument", "say what to purge (--older-than, --tenant, --env, --run, --episode), or give --data-policy to apply its retention");
         if (!caller?.admin) throw new ValidationError("invalid_argument", "applying the whole policy's retention needs an admin token; a tenant's token purges with explicit criteria");
-        if (flags.dryRun) {
-          purges = [];
-          for (const { rule, criteria } of policy.retentionPurges(new Date())) purges.push({ rule, ...(await ops.purge(caller, { ...criteria, dry_run: true }, "cli", rule)) });
-        } else {
-          purges = await applyRetention(ops, policy, caller, "cli");
-        }
+        purges = await applyRetention(ops, policy, caller, "cli", { dryRun: flags.dryRun === true });
       } else {
         const criteria: PurgeCriteria = {};
         if (flags.olderThan !== undefined) criteria.finished_before = new Date(Date.now() - flags.olderThan * 86_400_000).toISOString();

@@ -564,13 +564,12 @@ export function registerRolloutCommands(program: Command): void {
       const registry = await registryWith(opts.module);
       await withStore(opts.store, async (store) => {
         const { caller, policy, ops } = cliAccess(opts, "trajectories:read", registry, store);
-        const stored = await ops.readEpisode(caller, opts.episode, "cli");
+        const { stored, run } = await ops.readEpisode(caller, opts.episode, "cli");
         await ops.audit.record(actorOf(caller), "replay", { kind: "episode", id: opts.episode }, "cli");
-        const run = await store.getRun(stored.episode.run_id);
         const env = registry.get(stored.episode.env).create(envOptionsOf(run));
         try {
           // Markers of the rules the episode was stored under are restored before its actions are resent.
-          const redaction = (run && redactionOf(run)) ?? policy?.redaction;
+          const redaction = redactionOf(run) ?? policy?.redaction;
           const report = await replayEpisode(env, stored, redaction ? { redaction } : {});
           print(opts.json ? JSON.stringify(report, null, 2) : formatReplayReport(report));
           if (!report.matched) process.exitCode = 1;

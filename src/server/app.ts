@@ -261,10 +261,15 @@ export async function applyRetention(
   policy: DataPolicy,
   caller: Caller,
   via: "http" | "cli" | "schedule",
-  now = new Date(),
+  options: { now?: Date; dryRun?: boolean } = {},
 ): Promise<Array<{ rule: string; episodes: string[]; steps: number; runs: string[] }>> {
   const out = [];
-  for (const { rule, criteria } of policy.retentionPurges(now)) {
+  for (const { rule, criteria } of policy.retentionPurges(options.now ?? new Date())) {
+    // A dry run removes nothing, so it cannot go in batches: it reports everything at once.
+    if (options.dryRun) {
+      out.push({ rule, ...(await trajectories.purge(caller, { ...criteria, dry_run: true }, via, rule)) });
+      continue;
+    }
     const total = { rule, episodes: [] as string[], steps: 0, runs: [] as string[] };
     // In batches, yielding between them: a long purge never holds the store (or, for SQLite, this thread) for long.
     for (;;) {

@@ -31,7 +31,11 @@ export class AuditLog {
   /** Record one event (awaited: the caller answers only once it is stored). */
   async record(actor: Actor, action: AuditAction, target: { kind: string; id: string }, via: string, detail: JsonValue = null): Promise<void> {
     if (!this.store) return;
-    const event: AuditEvent = { at: this.now().toISOString(), ...actor, action, target_kind: target.kind, target_id: target.id, via, detail };
-    await this.store.appendAudit([event]);
+    await this.store.appendAudit([this.event(actor, action, target, via, detail)]);
+  }
+
+  /** One event, stamped now (for a store call that appends it in its own transaction, as purge does). */
+  event(actor: Actor, action: AuditAction, target: { kind: string; id: string }, via: string, detail: JsonValue = null): AuditEvent {
+    return { at: this.now().toISOString(), ...actor, action, target_kind: target.kind, target_id: target.id, via, detail };
   }
 }

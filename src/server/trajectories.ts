@@ -95,18 +95,17 @@ export class TrajectoryOperations {
 
   /** GET /v1/episodes/:id: the stored episode and its steps. */
   async episode(caller: Caller, episodeId: string, via: Via): Promise<StoredEpisode> {
-    const stored = await this.readEpisode(caller, episodeId, via);
+    const { stored } = await this.readEpisode(caller, episodeId, via);
     await this.audit.record(actorOf(caller), "read", { kind: "episode", id: episodeId }, via);
     return stored;
   }
 
   /** POST /v1/episodes/:id/replay: the stored actions re-run on a fresh environment, on a host. */
   async replay(caller: Caller, episodeId: string, via: Via): Promise<ReplayReport> {
-    const stored = await this.readEpisode(caller, episodeId, via);
+    const { stored, run } = await this.readEpisode(caller, episodeId, via);
     this.registry.get(stored.episode.env);
-    const run = await this.requireStore().getRun(stored.episode.run_id);
     // The run's environment options (e.g. a step budget) shape the episode; the replay needs the same.
-    const envOptions = (run?.config as { env_options?: Record<string, unknown> } | null | undefined)?.env_options ?? {};
+    const envOptions = (run.config as { env_options?: Record<string, unknown> } | null)?.env_options ?? {};
     await this.audit.record(actorOf(caller), "replay", { kind: "episode", id: episodeId }, via);
     return (await this.requireManager().job({ kind: "replay", stored, env_options: envOptions })) as ReplayReport;
   }
@@ -139,30 +138,24 @@ export class TrajectoryOperations {
 
   /** DELETE /v1/episodes/:id: remove one episode with its steps (and its run, if it was the last). */
   async deleteEpisode(caller: Caller, episodeId: string, via: Via): Promise<PurgeResult> {
-    await this.readEpisode(caller, episodeId, via);
-    const result = await this.requireStore().purge({ episode_ids: [episodeId] });
-    await this.audit.record(actorOf(caller), "delete", { kind: "episode", id: episodeId }, via, { steps: result.steps, runs: result.runs });
-    return result;
+    await this.visibleEpisode(caller, episodeId, via);
+    return this.requireStore().purge({ episode_ids: [episodeId] }, (r) => this.audit.event(actorOf(caller), "delete", { kind: "episode", id: episodeId }, via, { steps: r.steps, runs: r.runs }));
   }
 
   /** DELETE /v1/runs/:id: remove a run's episodes, their steps and the run (refused while it is running). */
   async deleteRun(caller: Caller, runId: string, via: Via): Promise<PurgeResult> {
     const run = await this.visibleRun(caller, runId, via);
     if (run.status === "running") throw new ValidationError("invalid_argument", `run ${runId} is running; delete it once it has finished or been interrupted`);
-    const result = await this.requireStore().purge({ run_id: runId });
-    await this.audit.record(actorOf(caller), "delete", { kind: "run", id: runId }, via, { episodes: result.episodes.length, steps: result.steps });
-    return result;
+    return this.requireStore().purge({ run_id: runId }, (r) => this.audit.event(actorOf(caller), "delete", { kind: "run", id: runId }, via, { episodes: r.episodes.length, steps: r.steps }));
   }
 
-  /** POST /v1/purge (admin): remove what the criteria match, audited. */
+  /** POST /v1/purge (admin): remove what the criteria match; the audit event goes in the purge's own transaction. */
   async purge(caller: Caller, criteria: PurgeCriteria, via: Via | "schedule", rule?: string): Promise<PurgeResult> {
-    const result = await this.requireStore().purge(criteria);
-    if (!criteria.dry_run && (result.episodes.length > 0 || result.runs.length > 0)) {
-      await this.audit.record(actorOf(caller), "purge", { kind: "episodes", id: rule ?? "request" }, via, {
-        criteria: criteria as unknown as Record<string, string>, episodes: result.episodes.length, steps: result.steps, runs: result.runs,
-      });
-    }
-    return result;
+    return this.requireStore().purge(criteria, (r) =>
+      this.audit.event(actorOf(caller), "purge", { kind: "episodes", id: rule ?? "request" }, via, {
+        criteria: criteria as unknown as Record<string, string>, episodes: r.episodes.length, steps: r.steps, runs: r.runs,
+      }),
+    );
   }
 
   /** GET /v1/audit (admin): audit events, newest first. */
@@ -182,12 +175,18 @@ export class TrajectoryOperations {
     throw new NotFoundError("unknown_run", `no run "${runId}" in the trajectory store (llmix runs or GET /v1/runs lists them; over HTTP send ids URL-encoded)`);
   }
 
-  /** An episode with its steps that the caller may see; any other is unknown_episode, and the attempt is audited. */
-  async readEpisode(caller: Caller, episodeId: string, via: Via): Promise<StoredEpisode> {
+  /** An episode with its steps and its run, if the caller may see them (see visibleEpisode). */
+  async readEpisode(caller: Caller, episodeId: string, via: Via): Promise<{ stored: StoredEpisode; run: RunRecord }> {
+    const { episode, run } = await this.visibleEpisode(caller, episodeId, via);
+    return { stored: { episode, steps: await this.requireStore().getSteps(episodeId) }, run };
+  }
+
+  /** An episode row (without its steps) and its run, if the caller may see them; any other is unknown_episode, and the attempt is audited. */
+  private async visibleEpisode(caller: Caller, episodeId: string, via: Via): Promise<{ episode: EpisodeRecord; run: RunRecord }> {
     const store = this.requireStore();
     const episode = await store.getEpisode(episodeId);
     const run = episode && (await store.getRun(episode.run_id));
-    if (episode && run && visible(caller, run)) return { episode, steps: await store.getSteps(episodeId) };
+    if (episode && run && visible(caller, run)) return { episode, run };
     if (episode) await this.audit.record(actorOf(caller), "denied", { kind: "episode", id: episodeId }, via, { owner: run?.tenant ?? null });
     throw new NotFoundError("unknown_episode", `no episode "${episodeId}" in the trajectory store (llmix episodes --run RUN lists them; over HTTP send ids URL-encoded: "/" as %2F)`);
   }

@@ -444,7 +444,7 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
    * in one transaction. PostgreSQL keeps dead row versions until VACUUM reclaims them: the tables are
    * vacuumed afterwards so the purged records leave the data files too.
    */
-  async purge(criteria: PurgeCriteria): Promise<PurgeResult> {
+  async purge(criteria: PurgeCriteria, audit?: (result: PurgeResult) => AuditEvent): Promise<PurgeResult> {
     this.handle();
     const c = checkPurgeCriteria(criteria);
     const clauses: string[] = [];
@@ -457,27 +457,31 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
     if (c.episode_ids !== undefined) add("episode_id = ANY(?::text[])", [...c.episode_ids]);
     const result = await this.transaction("cannot purge", async (client) => {
       const victims = (
-        await client.query<{ episode_id: string; run_id: string }>(`SELECT episode_id, run_id FROM ${this.t.episodes} WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT $${params.length + 1} FOR UPDATE`, [...params, c.limit ?? null])
+        await client.query<{ episode_id: string; run_id: string }>(
+          `SELECT episode_id, run_id FROM ${this.t.episodes} WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT $${params.length + 1} FOR UPDATE`,
+          [...params, c.limit ?? null],
+        )
       ).rows;
       const ids = victims.map((v) => v.episode_id);
       const steps = Number((await client.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids])).rows[0]?.n ?? 0);
-      const candidates = new Set(victims.map((v) => v.run_id));
-      if (c.run_id !== undefined) candidates.add(c.run_id);
-      if (!c.dry_run) {
-        await client.query(`DELETE FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids]);
-        await client.query(`DELETE FROM ${this.t.episodes} WHERE episode_id = ANY($1::text[])`, [ids]);
-      }
-      const removed = new Set(ids);
+      // Per run, how many of its episodes go: the run goes too when that is all of them.
+      const going = new Map<string, number>();
+      for (const v of victims) going.set(v.run_id, (going.get(v.run_id) ?? 0) + 1);
+      if (c.run_id !== undefined && !going.has(c.run_id)) going.set(c.run_id, 0);
       const runs: string[] = [];
-      for (const runId of [...candidates].sort()) {
+      for (const [runId, n] of [...going].sort(([a], [b]) => (a < b ? -1 : 1))) {
         const row = (await client.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM ${this.t.runs} WHERE run_id = $1 FOR UPDATE`, [runId])).rows[0];
         if (!row || this.statusOf(row) === "running") continue;
-        const left = (await client.query<{ episode_id: string }>(`SELECT episode_id FROM ${this.t.episodes} WHERE run_id = $1`, [runId])).rows.filter((r) => !removed.has(r.episode_id));
-        if (left.length > 0) continue;
-        if (!c.dry_run) await client.query(`DELETE FROM ${this.t.runs} WHERE run_id = $1`, [runId]);
-        runs.push(runId);
+        const total = Number((await client.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.t.episodes} WHERE run_id = $1`, [runId])).rows[0]?.n ?? 0);
+        if (total === n) runs.push(runId);
       }
-      return { episodes: ids, steps, runs };
+      const result = { episodes: ids, steps, runs };
+      if (c.dry_run) return result;
+      await client.query(`DELETE FROM ${this.t.steps} WHERE episode_id = ANY($1::text[])`, [ids]);
+      await client.query(`DELETE FROM ${this.t.episodes} WHERE episode_id = ANY($1::text[])`, [ids]);
+      if (runs.length > 0) await client.query(`DELETE FROM ${this.t.runs} WHERE run_id = ANY($1::text[])`, [runs]);
+      if (audit && ids.length + runs.length > 0) await this.insertAudit(client, [audit(result)]);
+      return result;
     });
     if (!c.dry_run && result.episodes.length + result.runs.length > 0) {
       // VACUUM cannot run inside a transaction; a failure here leaves the rows deleted, only not yet reclaimed.
@@ -489,12 +493,18 @@ export class PostgresTrajectoryStore implements TrajectoryStore {
   /** Append events to the audit log in one statement (the table's triggers refuse any change or removal). */
   async appendAudit(events: readonly AuditEvent[]): Promise<void> {
     this.handle();
-    const rows = prepareAuditEvents(events);
-    if (rows.length === 0) return;
+    if (events.length === 0) return;
+    prepareAuditEvents(events);
+    await this.transaction("cannot append to the audit log", (client) => this.insertAudit(client, events));
+  }
+
+  /** Insert audit events with the caller's client (inside its transaction). */
+  private async insertAudit(client: pg.PoolClient, events: readonly AuditEvent[]): Promise<void> {
     const columns: unknown[][] = Array.from({ length: 9 }, () => []);
-    for (const { event: e, detail } of rows) [e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail].forEach((v, i) => (columns[i] as unknown[]).push(v));
-    await this.query(
-      "cannot append to the audit log",
+    for (const { event: e, detail } of prepareAuditEvents(events)) {
+      [e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail].forEach((v, i) => (columns[i] as unknown[]).push(v));
+    }
+    await client.query(
       `INSERT INTO ${this.t.audit} (at, token, token_id, tenant, action, target_kind, target_id, via, detail)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
       columns,
@@ -812,8 +822,10 @@ function whereOf(q: CleanQuery, runs: string): { where: string; params: unknown[
   add("passed =", q.passed);
   add("total_reward >=", q.min_reward);
   add("total_reward <=", q.max_reward);
-  add(`run_id IN (SELECT run_id FROM ${runs} WHERE tenant IS NOT DISTINCT FROM`, q.tenant);
-  if (q.tenant !== undefined) clauses[clauses.length - 1] += ")";
+  if (q.tenant !== undefined) {
+    params.push(q.tenant);
+    clauses.push(`run_id IN (SELECT run_id FROM ${runs} WHERE tenant IS NOT DISTINCT FROM $${params.length})`);
+  }
   return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 

@@ -359,7 +359,7 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
    * in one write transaction. secure_delete zeroes the freed pages, and the WAL is checkpointed and
    * truncated afterwards, so the purged bytes leave the files (another open reader can delay that).
    */
-  async purge(criteria: PurgeCriteria): Promise<PurgeResult> {
+  async purge(criteria: PurgeCriteria, audit?: (result: PurgeResult) => AuditEvent): Promise<PurgeResult> {
     const db = this.handle();
     const c = checkPurgeCriteria(criteria);
     const clauses: string[] = [];
@@ -372,26 +372,26 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     const result = this.guard("cannot purge", () =>
       db
         .transaction((): PurgeResult => {
-          const victims = db.prepare(`SELECT episode_id, run_id FROM episodes WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT ?`).all(...params, c.limit ?? -1) as Array<{ episode_id: string; run_id: string }>;
+          const victims = this.statement(`SELECT episode_id, run_id FROM episodes WHERE ${clauses.join(" AND ")} ORDER BY episode_id LIMIT ?`).all(...params, c.limit ?? -1) as Array<{ episode_id: string; run_id: string }>;
           const ids = JSON.stringify(victims.map((v) => v.episode_id));
-          const steps = db.prepare("SELECT count(*) FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").pluck().get(ids) as number;
-          const candidates = new Set(victims.map((v) => v.run_id));
-          if (c.run_id !== undefined) candidates.add(c.run_id);
-          if (!c.dry_run) {
-            db.prepare("DELETE FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
-            db.prepare("DELETE FROM episodes WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
-          }
-          const removed = new Set(victims.map((v) => v.episode_id));
-          const runs: string[] = [];
-          for (const runId of [...candidates].sort()) {
+          const steps = this.statement("SELECT count(*) FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").pluck().get(ids) as number;
+          // Per run, how many of its episodes go: the run goes too when that is all of them.
+          const going = new Map<string, number>();
+          for (const v of victims) going.set(v.run_id, (going.get(v.run_id) ?? 0) + 1);
+          if (c.run_id !== undefined && !going.has(c.run_id)) going.set(c.run_id, 0);
+          const countOf = this.statement("SELECT count(*) FROM episodes WHERE run_id = ?").pluck();
+          const emptied = [...going].filter(([runId, n]) => (countOf.get(runId) as number) === n).map(([runId]) => runId);
+          const runs = emptied.sort().filter((runId) => {
             const row = this.selectRun.get(runId);
-            if (!row || this.statusOf(row) === "running") continue;
-            const left = (db.prepare("SELECT episode_id FROM episodes WHERE run_id = ?").pluck().all(runId) as string[]).filter((id) => !removed.has(id));
-            if (left.length > 0) continue;
-            if (!c.dry_run) db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
-            runs.push(runId);
-          }
-          return { episodes: victims.map((v) => v.episode_id), steps, runs };
+            return row !== undefined && this.statusOf(row) !== "running";
+          });
+          const result = { episodes: victims.map((v) => v.episode_id), steps, runs };
+          if (c.dry_run) return result;
+          this.statement("DELETE FROM steps WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
+          this.statement("DELETE FROM episodes WHERE episode_id IN (SELECT value FROM json_each(?))").run(ids);
+          for (const runId of runs) this.statement("DELETE FROM runs WHERE run_id = ?").run(runId);
+          if (audit && result.episodes.length + result.runs.length > 0) this.insertAudit(prepareAuditEvents([audit(result)]));
+          return result;
         })
         .immediate(),
     );
@@ -406,12 +406,13 @@ export class SqliteTrajectoryStore implements TrajectoryStore {
     const db = this.handle();
     const rows = prepareAuditEvents(events);
     if (rows.length === 0) return;
+    this.guard("cannot append to the audit log", () => db.transaction(() => this.insertAudit(rows))());
+  }
+
+  /** Insert prepared audit events (inside the caller's transaction). */
+  private insertAudit(rows: ReturnType<typeof prepareAuditEvents>): void {
     const insert = this.statement("INSERT INTO audit (at, token, token_id, tenant, action, target_kind, target_id, via, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    this.guard("cannot append to the audit log", () =>
-      db.transaction(() => {
-        for (const { event: e, detail } of rows) insert.run(e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail);
-      })(),
-    );
+    for (const { event: e, detail } of rows) insert.run(e.at, e.token, e.token_id, e.tenant, e.action, e.target_kind, e.target_id, e.via, detail);
   }
 
   /** Audit events matching a query, newest first. */

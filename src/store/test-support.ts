@@ -898,6 +898,20 @@ export function describeTrajectoryStore(name: string, factory: StoreFactory): vo
         expect((await rejection(store.purge({ run_id: "r1", limit: 0 }))).code).toBe("invalid_argument");
       });
 
+      it("a purge and its audit event commit together: a failing event removes nothing, a dry run records nothing", async () => {
+        await store.createRun(run("r1", undefined, { status: "finished" }));
+        await store.writeEpisodes([0, 1].map((g) => episode("r1", "tiny/easy/seed-1", g)));
+        const event = (r: { episodes: string[] }) => ({ at: new Date(0).toISOString(), token: "ops", token_id: null, tenant: null, action: "purge" as const, target_kind: "run", target_id: "r1", via: "cli", detail: { episodes: r.episodes.length } });
+        expect((await rejection(store.purge({ run_id: "r1" }, (r) => ({ ...event(r), action: "steal" }) as never))).code).toBe("invalid_argument");
+        expect(await store.countEpisodes({ run_id: "r1" })).toBe(2);
+        expect(await store.auditLog()).toEqual([]);
+        await store.purge({ run_id: "r1", dry_run: true }, event);
+        expect(await store.auditLog()).toEqual([]);
+        const removed = await store.purge({ run_id: "r1" }, event);
+        expect(removed.runs).toEqual(["r1"]);
+        expect((await store.auditLog()).map((e) => e.detail)).toEqual([{ episodes: 2 }]);
+      });
+
       it("keeps an append-only audit log, newest first, filtered", async () => {
         const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
         await store.appendAudit([

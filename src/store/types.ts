@@ -232,9 +232,11 @@ export interface TrajectoryStore {
   getSteps(episodeId: string): Promise<TrajectoryStepRecord[]>;
   /**
    * Remove the episodes matching `criteria` with every step, and then the runs left without episodes
-   * (unless running), in one transaction; freed bytes are overwritten, not left in the file.
+   * (unless running), in one transaction; freed bytes are overwritten, not left in the file. `audit`
+   * makes the event that records the removal, appended in the same transaction: a crash cannot leave a
+   * deletion the audit log does not hold (not called for a dry run or when nothing matched).
    */
-  purge(criteria: PurgeCriteria): Promise<PurgeResult>;
+  purge(criteria: PurgeCriteria, audit?: (result: PurgeResult) => AuditEvent): Promise<PurgeResult>;
   /** Append events to the audit log (append-only: the store refuses to change or remove them). */
   appendAudit(events: readonly AuditEvent[]): Promise<void>;
   /** Audit events matching a query, newest first. */
