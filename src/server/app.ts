@@ -29,7 +29,7 @@ import { JsonText } from "./json-text.js";
 import { ServiceMetrics } from "./metrics.js";
 import { buildOpenApi, ForkSessionBody, MAX_ID_CHARS, NewSessionBody, RestoreBody, SampleTasksBody, type RouteInfo } from "./openapi.js";
 import { SessionManager, type Caller, type CreatedSession, type CreateSessionRequest, type SessionInfo, type StepResponse } from "./sessions.js";
-import { TrajectoryOperations } from "./trajectories.js";
+import { TrajectoryOperations, yieldToOthers } from "./trajectories.js";
 import { registerWebSocketRoute } from "./ws.js";
 
 declare module "fastify" {
@@ -278,7 +278,7 @@ export async function applyRetention(
       total.steps += batch.steps;
       total.runs.push(...batch.runs);
       if (batch.episodes.length < RETENTION_BATCH) break;
-      await new Promise((resolve) => setImmediate(resolve));
+      await yieldToOthers();
     }
     out.push(total);
   }

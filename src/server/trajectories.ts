@@ -54,7 +54,13 @@ export class TrajectoryOperations {
     const limit = optionalInteger(query.limit, "limit", 1, 1000) ?? 100;
     const tenantFilter = restrictedTenant(caller);
     const runs = (await store.listRuns({ limit, ...(tenantFilter !== undefined ? { tenant: tenantFilter } : {}) })).filter((r) => visible(caller, r));
-    const summaries = await Promise.all(runs.map(async (r) => ({ ...r, tenant: r.tenant ?? null, episodes: await store.countEpisodes({ run_id: r.run_id }) })));
+    // One count per run, yielding between them: each is a synchronous index scan in SQLite, and a tenant
+    // with many large runs must not hold the serving thread for the sum of them.
+    const summaries: RunSummary[] = [];
+    for (const r of runs) {
+      summaries.push({ ...r, tenant: r.tenant ?? null, episodes: await store.countEpisodes({ run_id: r.run_id }) });
+      await yieldToOthers();
+    }
     await this.audit.record(actorOf(caller), "read", { kind: "runs", id: "*" }, via, { count: summaries.length });
     return { runs: summaries };
   }
@@ -212,8 +218,13 @@ async function episodesOf(store: TrajectoryStore, runId: string): Promise<Episod
     const page = await store.episodes({ run_id: runId, limit: Math.min(METRIC_PAGE, MAX_METRIC_EPISODES - out.length), offset: out.length });
     out.push(...page);
     if (page.length < METRIC_PAGE || out.length >= MAX_METRIC_EPISODES) return out;
-    await new Promise((resolve) => setImmediate(resolve));
+    await yieldToOthers();
   }
+}
+
+/** Let the requests that arrived meanwhile run (a resolved await alone does not: I/O waits for the next turn). */
+export function yieldToOthers(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Episode rows per read when a whole run is summarised. */
